@@ -1,0 +1,310 @@
+//! The model artifact: `manifest.json` (format version, dimensions, vocabulary) beside
+//! `model.safetensors` (f32 weights, row-major). Written by `train-lm`, loaded by the engine
+//! with full validation, so a corrupt or mismatched file is an error, never a wrong answer.
+//!
+//! Tensors (PyTorch layouts; `G` = 4 gates for LSTM in order i,f,g,o, 3 for GRU in order r,z,n):
+//! - `embedding` `[vocab, d_embed]`
+//! - `layers.{l}.w_ih` `[G*d_hidden, d_in]`, `layers.{l}.w_hh` `[G*d_hidden, d_hidden]`,
+//!   `layers.{l}.b_ih`, `layers.{l}.b_hh` `[G*d_hidden]` (`d_in` = `d_embed` for layer 0)
+//! - `output.weight` `[vocab, d_hidden]` (absent when tied to `embedding`), `output.bias` `[vocab]`
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::vocab::Vocab;
+
+pub const MANIFEST_FILE: &str = "manifest.json";
+pub const WEIGHTS_FILE: &str = "model.safetensors";
+pub const FORMAT: &str = "fastsoftmax-lm";
+pub const FORMAT_VERSION: u32 = 1;
+
+/// Recurrent cell type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Cell {
+    Lstm,
+    Gru,
+}
+
+impl Cell {
+    /// Number of gate blocks stacked in `w_ih` / `w_hh`.
+    pub fn gates(self) -> usize {
+        match self {
+            Cell::Lstm => 4,
+            Cell::Gru => 3,
+        }
+    }
+}
+
+/// Dimensions of a language model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LmSpec {
+    pub cell: Cell,
+    pub vocab_size: usize,
+    pub d_embed: usize,
+    pub d_hidden: usize,
+    pub n_layers: usize,
+    /// Output weights shared with the embedding (needs `d_embed == d_hidden`).
+    pub tied: bool,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct Manifest {
+    format: String,
+    format_version: u32,
+    #[serde(flatten)]
+    spec: LmSpec,
+    vocab: Vec<String>,
+}
+
+/// Weights of one recurrent layer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecurrentWeights {
+    /// [G*d_hidden, d_in]
+    pub w_ih: Vec<f32>,
+    /// [G*d_hidden, d_hidden]
+    pub w_hh: Vec<f32>,
+    /// [G*d_hidden]
+    pub b_ih: Vec<f32>,
+    /// [G*d_hidden]
+    pub b_hh: Vec<f32>,
+}
+
+/// Everything an app needs to run the model: dimensions, vocabulary and weights.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LmWeights {
+    pub spec: LmSpec,
+    pub vocab: Vocab,
+    /// [vocab, d_embed]
+    pub embedding: Vec<f32>,
+    pub layers: Vec<RecurrentWeights>,
+    /// [vocab, d_hidden]; `None` when tied to the embedding.
+    pub output_weight: Option<Vec<f32>>,
+    /// [vocab]
+    pub output_bias: Vec<f32>,
+}
+
+impl LmWeights {
+    /// Expected `(name, shape)` of every tensor for `spec`.
+    fn expected_shapes(spec: &LmSpec) -> Vec<(String, Vec<usize>)> {
+        let g = spec.cell.gates() * spec.d_hidden;
+        let mut v = vec![("embedding".to_string(), vec![spec.vocab_size, spec.d_embed])];
+        for l in 0..spec.n_layers {
+            let d_in = if l == 0 { spec.d_embed } else { spec.d_hidden };
+            v.push((format!("layers.{l}.w_ih"), vec![g, d_in]));
+            v.push((format!("layers.{l}.w_hh"), vec![g, spec.d_hidden]));
+            v.push((format!("layers.{l}.b_ih"), vec![g]));
+            v.push((format!("layers.{l}.b_hh"), vec![g]));
+        }
+        if !spec.tied {
+            v.push(("output.weight".into(), vec![spec.vocab_size, spec.d_hidden]));
+        }
+        v.push(("output.bias".into(), vec![spec.vocab_size]));
+        v
+    }
+
+    fn tensors(&self) -> Vec<(String, &[f32])> {
+        let mut v: Vec<(String, &[f32])> = vec![("embedding".into(), &self.embedding)];
+        for (l, w) in self.layers.iter().enumerate() {
+            v.push((format!("layers.{l}.w_ih"), &w.w_ih));
+            v.push((format!("layers.{l}.w_hh"), &w.w_hh));
+            v.push((format!("layers.{l}.b_ih"), &w.b_ih));
+            v.push((format!("layers.{l}.b_hh"), &w.b_hh));
+        }
+        if let Some(w) = &self.output_weight {
+            v.push(("output.weight".into(), w));
+        }
+        v.push(("output.bias".into(), &self.output_bias));
+        v
+    }
+
+    /// Checks dimensions, vocabulary size and finiteness; `origin` names the source in errors.
+    pub fn validate(&self, origin: &Path) -> Result<()> {
+        let s = &self.spec;
+        let bad = |m: String| Err(Error::format(origin, m));
+        if s.vocab_size == 0 || s.d_embed == 0 || s.d_hidden == 0 || s.n_layers == 0 {
+            return bad(format!("dimensions must be positive, got {s:?}"));
+        }
+        if s.tied && s.d_embed != s.d_hidden {
+            return bad(format!(
+                "tied weights need d_embed == d_hidden, got {} and {}",
+                s.d_embed, s.d_hidden
+            ));
+        }
+        if self.vocab.len() != s.vocab_size {
+            return bad(format!(
+                "vocab_size is {} but the vocabulary lists {} words; the manifest was edited or belongs to another model",
+                s.vocab_size,
+                self.vocab.len()
+            ));
+        }
+        if self.layers.len() != s.n_layers || self.output_weight.is_some() == s.tied {
+            return bad(format!(
+                "the weights hold {} layers and {} output matrix, the manifest says n_layers = {} and tied = {}",
+                self.layers.len(),
+                if self.output_weight.is_some() { "an" } else { "no" },
+                s.n_layers,
+                s.tied
+            ));
+        }
+        let shapes: HashMap<String, Vec<usize>> = Self::expected_shapes(s).into_iter().collect();
+        for (name, data) in self.tensors() {
+            let want: usize = shapes[&name].iter().product();
+            if data.len() != want {
+                return bad(format!(
+                    "tensor `{name}` has {} values, the manifest's dimensions need {want} ({:?})",
+                    data.len(),
+                    shapes[&name]
+                ));
+            }
+            if let Some(i) = data.iter().position(|x| !x.is_finite()) {
+                return bad(format!(
+                    "tensor `{name}` holds a non-finite value ({}) at index {i}; the model diverged or the file is corrupt — retrain or re-export it",
+                    data[i]
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes `manifest.json` and `model.safetensors` into `dir`, each atomically.
+    pub fn save(&self, dir: &Path) -> Result<()> {
+        self.validate(dir)?;
+        std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+        let owned: Vec<(String, Vec<usize>, Vec<u8>)> = {
+            let shapes: HashMap<String, Vec<usize>> =
+                Self::expected_shapes(&self.spec).into_iter().collect();
+            self.tensors()
+                .into_iter()
+                .map(|(n, d)| {
+                    let bytes = d.iter().flat_map(|x| x.to_le_bytes()).collect();
+                    let shape = shapes[&n].clone();
+                    (n, shape, bytes)
+                })
+                .collect()
+        };
+        let views: Vec<(String, safetensors::tensor::TensorView<'_>)> = owned
+            .iter()
+            .map(|(n, shape, bytes)| {
+                let view = safetensors::tensor::TensorView::new(
+                    safetensors::Dtype::F32,
+                    shape.clone(),
+                    bytes,
+                )
+                .expect("shape and byte length agree by construction");
+                (n.clone(), view)
+            })
+            .collect();
+        let bytes = safetensors::serialize(views, &None)
+            .map_err(|e| Error::format(dir.join(WEIGHTS_FILE), e.to_string()))?;
+        write_atomic(&dir.join(WEIGHTS_FILE), &bytes)?;
+        let manifest = Manifest {
+            format: FORMAT.into(),
+            format_version: FORMAT_VERSION,
+            spec: self.spec,
+            vocab: self.vocab.words().to_vec(),
+        };
+        let json = serde_json::to_vec_pretty(&manifest).expect("manifest serializes");
+        write_atomic(&dir.join(MANIFEST_FILE), &json)
+    }
+
+    /// Loads and validates a model directory.
+    pub fn load(dir: &Path) -> Result<Self> {
+        let manifest_path = dir.join(MANIFEST_FILE);
+        let weights_path = dir.join(WEIGHTS_FILE);
+        if !manifest_path.exists() {
+            return Err(Error::format(
+                &manifest_path,
+                "missing: a model directory holds manifest.json and model.safetensors, written by `fastsoftmax train-lm`",
+            ));
+        }
+        let text = std::fs::read(&manifest_path).map_err(|e| Error::io(&manifest_path, e))?;
+        let manifest: Manifest = serde_json::from_slice(&text)
+            .map_err(|e| Error::format(&manifest_path, format!("not a valid manifest: {e}")))?;
+        if manifest.format != FORMAT || manifest.format_version != FORMAT_VERSION {
+            return Err(Error::format(
+                &manifest_path,
+                format!(
+                    "format {} v{} is not supported (this engine reads {FORMAT} v{FORMAT_VERSION}); re-export the model with this version",
+                    manifest.format, manifest.format_version
+                ),
+            ));
+        }
+        let vocab = Vocab::from_words(manifest.vocab.clone())
+            .map_err(|e| Error::format(&manifest_path, format!("field `vocab`: {e}")))?;
+        let bytes = std::fs::read(&weights_path).map_err(|e| Error::io(&weights_path, e))?;
+        let st = safetensors::SafeTensors::deserialize(&bytes).map_err(|e| {
+            Error::format(
+                &weights_path,
+                format!("not a readable safetensors file ({e}); it is truncated or corrupt — re-export the model"),
+            )
+        })?;
+        let spec = manifest.spec;
+        let get = |name: &str, shape: &[usize]| -> Result<Vec<f32>> {
+            let t = st.tensor(name).map_err(|_| {
+                Error::format(
+                    &weights_path,
+                    format!("tensor `{name}` is missing; manifest.json and model.safetensors belong to different models"),
+                )
+            })?;
+            if t.dtype() != safetensors::Dtype::F32 || t.shape() != shape {
+                return Err(Error::format(
+                    &weights_path,
+                    format!(
+                        "tensor `{name}` is {:?} {:?}, the manifest's dimensions need F32 {shape:?}; the files belong to different models",
+                        t.dtype(),
+                        t.shape()
+                    ),
+                ));
+            }
+            Ok(t.data()
+                .chunks_exact(4)
+                .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                .collect())
+        };
+        let shapes = Self::expected_shapes(&spec);
+        let mut it = shapes.iter().map(|(n, s)| get(n, s));
+        let embedding = it.next().unwrap()?;
+        let mut layers = Vec::with_capacity(spec.n_layers);
+        for _ in 0..spec.n_layers {
+            layers.push(RecurrentWeights {
+                w_ih: it.next().unwrap()?,
+                w_hh: it.next().unwrap()?,
+                b_ih: it.next().unwrap()?,
+                b_hh: it.next().unwrap()?,
+            });
+        }
+        let output_weight = if spec.tied {
+            None
+        } else {
+            Some(it.next().unwrap()?)
+        };
+        let output_bias = it.next().unwrap()?;
+        let w = LmWeights {
+            spec,
+            vocab,
+            embedding,
+            layers,
+            output_weight,
+            output_bias,
+        };
+        w.validate(&weights_path)?;
+        Ok(w)
+    }
+
+    /// The output matrix `[vocab, d_hidden]` (the embedding when tied).
+    pub fn output_matrix(&self) -> &[f32] {
+        self.output_weight.as_deref().unwrap_or(&self.embedding)
+    }
+}
+
+/// Writes bytes to `path` atomically (temporary file in the same directory, then rename).
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    let mut tmp = PathBuf::from(path);
+    tmp.as_mut_os_string().push(".tmp");
+    std::fs::write(&tmp, bytes).map_err(|e| Error::io(&tmp, e))?;
+    std::fs::rename(&tmp, path).map_err(|e| Error::io(path, e))
+}

@@ -1,0 +1,202 @@
+//! Measuring heads: perplexity, contexts from running the LM over text, precision against the
+//! exact softmax, accuracy against the true next word, and single-thread latency.
+
+use std::time::Instant;
+
+use serde::Serialize;
+
+use crate::error::{Error, Result};
+use crate::full::FullHead;
+use crate::head::SoftmaxHead;
+use crate::lm::LanguageModel;
+use crate::topk::TopK;
+
+/// Largest k any report needs (accuracy@10).
+pub const K_MAX: usize = 10;
+/// Contexts per batch in the throughput measurement.
+pub const BATCH: usize = 64;
+
+/// Perplexity of `tokens` read as one stream from the zero state, and the number of predictions.
+/// The first token is only read, every later one is predicted.
+pub fn perplexity(lm: &LanguageModel, tokens: &[u32]) -> Result<(f64, usize)> {
+    if tokens.len() < 2 {
+        return Err(Error::Invalid(
+            "the text has fewer than two tokens; perplexity needs at least one prediction".into(),
+        ));
+    }
+    let mut state = lm.new_state();
+    let mut logits = vec![0.0f32; lm.spec().vocab_size];
+    let mut nll = 0.0f64;
+    for w in tokens.windows(2) {
+        lm.step(w[0], &mut state)?;
+        lm.full_head().logits_into(state.context(), &mut logits);
+        nll += crate::log_sum_exp(&logits) - logits[w[1] as usize] as f64;
+    }
+    let n = tokens.len() - 1;
+    Ok(((nll / n as f64).exp(), n))
+}
+
+/// Context vectors and the word that actually followed each.
+#[derive(Debug, Clone)]
+pub struct Contexts {
+    pub d: usize,
+    /// [n, d]
+    pub hs: Vec<f32>,
+    /// [n]
+    pub next: Vec<u32>,
+}
+
+impl Contexts {
+    pub fn len(&self) -> usize {
+        self.next.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.next.is_empty()
+    }
+    pub fn get(&self, i: usize) -> &[f32] {
+        &self.hs[i * self.d..(i + 1) * self.d]
+    }
+}
+
+/// Runs the LM over `tokens` as one stream and keeps up to `max` (context, next word) pairs.
+pub fn collect_contexts(lm: &LanguageModel, tokens: &[u32], max: usize) -> Result<Contexts> {
+    let d = lm.spec().d_hidden;
+    let n = tokens.len().saturating_sub(1).min(max);
+    if n == 0 {
+        return Err(Error::Invalid(
+            "no contexts: the text needs at least two tokens (and --max-contexts ≥ 1)".into(),
+        ));
+    }
+    let mut state = lm.new_state();
+    let mut hs = Vec::with_capacity(n * d);
+    for &t in &tokens[..n] {
+        lm.step(t, &mut state)?;
+        hs.extend_from_slice(state.context());
+    }
+    Ok(Contexts {
+        d,
+        hs,
+        next: tokens[1..=n].to_vec(),
+    })
+}
+
+/// One head's row of the benchmark table (the fields `bench --json` prints).
+#[derive(Debug, Clone, Serialize)]
+pub struct HeadReport {
+    pub head: String,
+    pub contexts: usize,
+    /// |top-1 ∩ exact top-1|, averaged.
+    pub p_at_1: f64,
+    /// |top-5 ∩ exact top-5| / 5, averaged.
+    pub p_at_5: f64,
+    pub acc_at_1: f64,
+    pub acc_at_5: f64,
+    pub acc_at_10: f64,
+    pub us_per_query_b1: f64,
+    pub us_per_query_b64: f64,
+    pub speedup_b1: f64,
+    pub speedup_b64: f64,
+    /// vocab / mean dot products per query.
+    pub flop_speedup: f64,
+}
+
+/// Median µs per query of `repeats` passes over all contexts, at batch 1 and at batch [`BATCH`].
+fn time_head(head: &dyn SoftmaxHead, c: &Contexts, repeats: usize) -> (f64, f64) {
+    let n = c.len();
+    let mut one = TopK::new(K_MAX);
+    let mut b1 = Vec::with_capacity(repeats);
+    for _ in 0..repeats {
+        let t = Instant::now();
+        for i in 0..n {
+            head.top_k_into(std::hint::black_box(c.get(i)), K_MAX, &mut one);
+            std::hint::black_box(one.as_slice());
+        }
+        b1.push(t.elapsed().as_secs_f64() * 1e6 / n as f64);
+    }
+    let mut outs = vec![TopK::new(K_MAX); BATCH];
+    let mut bn = Vec::with_capacity(repeats);
+    for _ in 0..repeats {
+        let t = Instant::now();
+        for (chunk, start) in c.hs.chunks(BATCH * c.d).zip((0..n).step_by(BATCH)) {
+            let m = (n - start).min(BATCH);
+            head.top_k_batch(std::hint::black_box(chunk), K_MAX, &mut outs[..m]);
+            std::hint::black_box(&outs);
+        }
+        bn.push(t.elapsed().as_secs_f64() * 1e6 / n as f64);
+    }
+    (median(&mut b1), median(&mut bn))
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let m = v.len() / 2;
+    if v.len() % 2 == 1 {
+        v[m]
+    } else {
+        (v[m - 1] + v[m]) / 2.0
+    }
+}
+
+/// Benchmarks `heads` against `full` on the same contexts, single thread. `repeats` ≥ 1 passes
+/// are timed per head and batch size; the medians are reported.
+pub fn bench_heads(
+    full: &FullHead,
+    heads: &[&dyn SoftmaxHead],
+    c: &Contexts,
+    repeats: usize,
+) -> Vec<HeadReport> {
+    let repeats = repeats.max(1);
+    let n = c.len();
+    let mut exact = vec![TopK::new(K_MAX); n];
+    for (i, e) in exact.iter_mut().enumerate() {
+        full.top_k_into(c.get(i), K_MAX, e);
+    }
+    let (full_b1, full_bn) = time_head(full, c, repeats);
+    let vocab = full.vocab_size() as f64;
+    heads
+        .iter()
+        .map(|head| {
+            let mut got = TopK::new(K_MAX);
+            let (mut p1, mut p5, mut a1, mut a5, mut a10, mut cost) =
+                (0usize, 0usize, 0, 0, 0, 0usize);
+            for i in 0..n {
+                let h = c.get(i);
+                head.top_k_into(h, K_MAX, &mut got);
+                cost += head.cost(h);
+                let g: Vec<u32> = got.ids().collect();
+                let e: Vec<u32> = exact[i].ids().collect();
+                p1 += (g.first() == e.first()) as usize;
+                p5 += g
+                    .iter()
+                    .take(5)
+                    .filter(|id| e[..5.min(e.len())].contains(id))
+                    .count();
+                let truth = c.next[i];
+                let rank = g.iter().position(|&id| id == truth);
+                a1 += matches!(rank, Some(r) if r < 1) as usize;
+                a5 += matches!(rank, Some(r) if r < 5) as usize;
+                a10 += rank.is_some() as usize;
+            }
+            let (b1, bn) = if head.name() == "full" {
+                (full_b1, full_bn)
+            } else {
+                time_head(*head, c, repeats)
+            };
+            let nf = n as f64;
+            HeadReport {
+                head: head.name().to_string(),
+                contexts: n,
+                p_at_1: p1 as f64 / nf,
+                p_at_5: p5 as f64 / (5.0 * nf),
+                acc_at_1: a1 as f64 / nf,
+                acc_at_5: a5 as f64 / nf,
+                acc_at_10: a10 as f64 / nf,
+                us_per_query_b1: b1,
+                us_per_query_b64: bn,
+                speedup_b1: full_b1 / b1,
+                speedup_b64: full_bn / bn,
+                flop_speedup: vocab / (cost as f64 / nf),
+            }
+        })
+        .collect()
+}

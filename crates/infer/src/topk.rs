@@ -1,0 +1,101 @@
+//! A caller-owned top-k buffer: the best `k` (id, logit) pairs seen so far, best first.
+
+/// One scored word.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Scored {
+    pub id: u32,
+    pub logit: f32,
+}
+
+/// Keeps the `k` highest logits pushed into it. Ties keep the earlier push (the lower id when
+/// rows are scanned in id order), so every head breaks ties the same way as the reference.
+/// Capacity is reserved up front; pushing never allocates.
+#[derive(Debug, Clone)]
+pub struct TopK {
+    k: usize,
+    /// Sorted by logit, descending; `len <= k`.
+    items: Vec<Scored>,
+}
+
+impl TopK {
+    pub fn new(k: usize) -> Self {
+        TopK {
+            k,
+            items: Vec::with_capacity(k + 1),
+        }
+    }
+
+    /// Empties the buffer for a new query with the same or a smaller `k`... or a larger one,
+    /// which reserves once.
+    pub fn reset(&mut self, k: usize) {
+        self.k = k;
+        self.items.clear();
+        if self.items.capacity() < k + 1 {
+            self.items.reserve(k + 1);
+        }
+    }
+
+    pub fn k(&self) -> usize {
+        self.k
+    }
+
+    /// A logit must beat this to enter (−∞ until the buffer is full).
+    #[inline]
+    pub fn threshold(&self) -> f32 {
+        if self.items.len() < self.k {
+            f32::NEG_INFINITY
+        } else {
+            self.items[self.k - 1].logit
+        }
+    }
+
+    /// Offers one candidate. NaN never enters.
+    #[inline]
+    pub fn push(&mut self, id: u32, logit: f32) {
+        if logit > self.threshold() {
+            self.insert(id, logit);
+        }
+    }
+
+    #[cold]
+    fn insert(&mut self, id: u32, logit: f32) {
+        let pos = self.items.partition_point(|s| s.logit >= logit);
+        self.items.insert(pos, Scored { id, logit });
+        self.items.truncate(self.k);
+    }
+
+    /// The result, best first.
+    pub fn as_slice(&self) -> &[Scored] {
+        &self.items
+    }
+
+    pub fn ids(&self) -> impl Iterator<Item = u32> + '_ {
+        self.items.iter().map(|s| s.id)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keeps_the_best_k_with_stable_ties() {
+        let mut t = TopK::new(3);
+        for (id, l) in [
+            (0, 1.0),
+            (1, 5.0),
+            (2, 3.0),
+            (3, 5.0),
+            (4, f32::NAN),
+            (5, 4.0),
+            (6, 0.5),
+        ] {
+            t.push(id, l);
+        }
+        let ids: Vec<u32> = t.ids().collect();
+        assert_eq!(ids, vec![1, 3, 5]);
+        t.reset(1);
+        t.push(9, -1.0);
+        assert_eq!(t.as_slice(), &[Scored { id: 9, logit: -1.0 }]);
+    }
+}

@@ -1,0 +1,119 @@
+//! Experiment configs: one JSON file with a `model` and a `train` section.
+
+use std::path::Path;
+
+use fastsoftmax_infer::artifact::Cell;
+use serde::{Deserialize, Serialize};
+
+use crate::{Error, Result};
+
+/// Shape of a language model. The vocabulary size comes from the training text.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LmConfig {
+    /// Recurrent cell: `lstm` or `gru`.
+    pub cell: Cell,
+    /// Width of the word embedding.
+    pub d_embed: usize,
+    /// Width of every recurrent layer's state.
+    pub d_hidden: usize,
+    /// Number of stacked recurrent layers.
+    pub n_layers: usize,
+    /// Dropout on the embedding output, between layers and before the output layer (0 = none).
+    #[serde(default)]
+    pub dropout: f64,
+    /// Share the output matrix with the embedding (needs `d_embed == d_hidden`).
+    #[serde(default)]
+    pub tied: bool,
+    /// Parameters start uniform in `[-init_range, init_range]`.
+    #[serde(default = "default_init_range")]
+    pub init_range: f64,
+}
+
+fn default_init_range() -> f64 {
+    0.1
+}
+
+/// Optimisation settings (plain SGD on the mean token loss, as Zaremba et al.).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TrainConfig {
+    /// Initial learning rate.
+    pub lr: f64,
+    /// Multiply the learning rate by this factor at the end of each epoch from `decay_from_epoch` on.
+    pub lr_decay: f64,
+    /// First epoch (1-based) after which the learning rate decays.
+    pub decay_from_epoch: usize,
+    /// Number of epochs.
+    pub epochs: usize,
+    /// Parallel streams per batch.
+    pub batch_size: usize,
+    /// Truncated-BPTT window length.
+    pub bptt: usize,
+    /// Clip the global gradient norm to this value.
+    pub clip_norm: f64,
+    /// Seed of parameter initialisation and dropout.
+    pub seed: u64,
+}
+
+/// A whole experiment config file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExperimentConfig {
+    pub model: LmConfig,
+    pub train: TrainConfig,
+}
+
+impl ExperimentConfig {
+    /// Reads and checks a config file.
+    pub fn load(path: &Path) -> Result<Self> {
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            Error::Invalid(format!(
+                "{}: {e}; configs live in experiments/configs/",
+                path.display()
+            ))
+        })?;
+        let cfg: Self = serde_json::from_str(&text)
+            .map_err(|e| Error::Invalid(format!("{}: {e}", path.display())))?;
+        cfg.validate()
+            .map_err(|m| Error::Invalid(format!("{}: {m}", path.display())))?;
+        Ok(cfg)
+    }
+
+    /// Names the first field that cannot work.
+    pub fn validate(&self) -> Result<(), String> {
+        let m = &self.model;
+        let t = &self.train;
+        let checks: [(bool, &str); 10] = [
+            (m.d_embed > 0, "model.d_embed must be > 0"),
+            (m.d_hidden > 0, "model.d_hidden must be > 0"),
+            (m.n_layers > 0, "model.n_layers must be > 0"),
+            (
+                (0.0..1.0).contains(&m.dropout),
+                "model.dropout must be in [0, 1)",
+            ),
+            (
+                !m.tied || m.d_embed == m.d_hidden,
+                "model.tied needs d_embed == d_hidden",
+            ),
+            (
+                t.lr > 0.0 && t.lr.is_finite(),
+                "train.lr must be a positive number",
+            ),
+            (
+                t.lr_decay > 0.0 && t.lr_decay <= 1.0,
+                "train.lr_decay must be in (0, 1]",
+            ),
+            (
+                t.epochs > 0 && t.batch_size > 0,
+                "train.epochs and train.batch_size must be > 0",
+            ),
+            (t.bptt > 0, "train.bptt must be > 0"),
+            (t.clip_norm > 0.0, "train.clip_norm must be > 0"),
+        ];
+        match checks.iter().find(|(ok, _)| !ok) {
+            Some((_, msg)) => Err(msg.to_string()),
+            None => Ok(()),
+        }
+    }
+}

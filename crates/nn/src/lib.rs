@@ -1,0 +1,31 @@
+//! burn modules and training for fastsoftmax.
+//!
+//! - [`config`]: the JSON experiment configs (`experiments/configs/*.json`).
+//! - [`lm`]: LSTM/GRU language models (embedding → recurrent layers → linear output).
+//! - [`train`]: truncated-BPTT training with global-norm clipping, checkpoints and resume.
+//! - [`export`]: burn model → the engine's artifact (`fastsoftmax_infer::artifact`).
+//! - [`backend`]: choosing the burn device at run time.
+
+pub mod backend;
+pub mod config;
+pub mod export;
+pub mod lm;
+pub mod train;
+
+pub use backend::Backend;
+pub use config::{ExperimentConfig, LmConfig, TrainConfig};
+pub use lm::LanguageModel;
+
+/// Errors of training and export; each names the file or field and the fix.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    #[error("{0}")]
+    Invalid(String),
+    #[error(transparent)]
+    Data(#[from] fastsoftmax_data::Error),
+    #[error(transparent)]
+    Engine(#[from] fastsoftmax_infer::Error),
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;

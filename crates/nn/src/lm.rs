@@ -1,0 +1,206 @@
+//! LSTM / GRU language models on burn: embedding → `n_layers` recurrent layers → linear output.
+//!
+//! The recurrent layers are written here rather than taken from `burn::nn::Lstm`: all gates
+//! live in one `[d_in, G*d_hidden]` matrix, so the input projection of a whole window is one
+//! matrix product and each time step is one more. That is 4× fewer kernel launches per step
+//! than burn's per-gate layers, and the same layout as the engine's (PyTorch's), so export is a
+//! transpose.
+
+use burn::module::{Module, Param};
+use burn::nn::{
+    Dropout, DropoutConfig, Embedding, EmbeddingConfig, Initializer, Linear, LinearConfig,
+};
+use burn::tensor::activation::{log_softmax, sigmoid};
+use burn::tensor::{Device, Int, Tensor, TensorData};
+use fastsoftmax_infer::artifact::Cell;
+
+use crate::config::LmConfig;
+
+/// Recurrent state of every layer: `h` (and `c` for LSTM), each `[batch, d_hidden]`.
+#[derive(Debug, Clone)]
+pub struct LmState {
+    pub h: Vec<Tensor<2>>,
+    pub c: Vec<Tensor<2>>,
+}
+
+impl LmState {
+    /// Cuts the autodiff graph between truncated-BPTT windows.
+    pub fn detach(self) -> Self {
+        LmState {
+            h: self.h.into_iter().map(Tensor::detach).collect(),
+            c: self.c.into_iter().map(Tensor::detach).collect(),
+        }
+    }
+}
+
+/// One recurrent layer with fused gates (LSTM order i,f,g,o; GRU order r,z,n).
+#[derive(Module, Debug)]
+pub struct RecurrentLayer {
+    /// weight [d_in, G*d_hidden], bias [G*d_hidden]
+    pub w_ih: Linear,
+    /// weight [d_hidden, G*d_hidden], bias [G*d_hidden]
+    pub w_hh: Linear,
+    #[module(skip)]
+    pub cell: Cell,
+    pub d_hidden: usize,
+}
+
+impl RecurrentLayer {
+    fn new(cell: Cell, d_in: usize, d_hidden: usize, init: &Initializer, device: &Device) -> Self {
+        let g = cell.gates() * d_hidden;
+        let lin = |d| {
+            LinearConfig::new(d, g)
+                .with_initializer(init.clone())
+                .init(device)
+        };
+        RecurrentLayer {
+            w_ih: lin(d_in),
+            w_hh: lin(d_hidden),
+            cell,
+            d_hidden,
+        }
+    }
+
+    /// x: [batch, time, d_in] → outputs [batch, time, d_hidden]; updates `h` (and `c`).
+    fn forward(&self, x: Tensor<3>, h: &mut Tensor<2>, c: &mut Tensor<2>) -> Tensor<3> {
+        let [batch, time, _] = x.dims();
+        let g = self.cell.gates() * self.d_hidden;
+        // [batch, time, G*d_hidden]: the input half of every gate, for the whole window at once.
+        let xp = self.w_ih.forward(x);
+        let mut outs = Vec::with_capacity(time);
+        for t in 0..time {
+            let xt = xp
+                .clone()
+                .slice([0..batch, t..t + 1, 0..g])
+                .reshape([batch, g]);
+            let hp = self.w_hh.forward(h.clone());
+            *h = match self.cell {
+                Cell::Lstm => {
+                    let gates = (xt + hp).chunk(4, 1);
+                    let [i, f, gg, o] = <[Tensor<2>; 4]>::try_from(gates).expect("4 gates");
+                    *c = sigmoid(f) * c.clone() + sigmoid(i) * gg.tanh();
+                    sigmoid(o) * c.clone().tanh()
+                }
+                Cell::Gru => {
+                    let [xr, xz, xn] = <[Tensor<2>; 3]>::try_from(xt.chunk(3, 1)).expect("3 gates");
+                    let [hr, hz, hn] = <[Tensor<2>; 3]>::try_from(hp.chunk(3, 1)).expect("3 gates");
+                    let r = sigmoid(xr + hr);
+                    let z = sigmoid(xz + hz);
+                    let n = (xn + r * hn).tanh();
+                    // h' = (1 - z) * n + z * h = n + z * (h - n)
+                    n.clone() + z * (h.clone() - n)
+                }
+            };
+            outs.push(h.clone());
+        }
+        Tensor::stack(outs, 1)
+    }
+}
+
+/// The language model trained by `train-lm`.
+#[derive(Module, Debug)]
+pub struct LanguageModel {
+    /// weight [vocab, d_embed]
+    pub embedding: Embedding,
+    pub layers: Vec<RecurrentLayer>,
+    /// weight [d_hidden, vocab]; `None` when tied to the embedding.
+    pub output: Option<Linear>,
+    /// [vocab]; used only when tied.
+    pub tied_bias: Option<Param<Tensor<1>>>,
+    pub dropout: Dropout,
+    #[module(skip)]
+    pub cell: Cell,
+    pub d_hidden: usize,
+}
+
+impl LmConfig {
+    /// Builds a freshly initialised model for a vocabulary of `vocab_size` words.
+    pub fn init(&self, vocab_size: usize, device: &Device) -> LanguageModel {
+        let r = self.init_range;
+        let init = Initializer::Uniform { min: -r, max: r };
+        let layers = (0..self.n_layers)
+            .map(|l| {
+                let d_in = if l == 0 { self.d_embed } else { self.d_hidden };
+                RecurrentLayer::new(self.cell, d_in, self.d_hidden, &init, device)
+            })
+            .collect();
+        let (output, tied_bias) = if self.tied {
+            let b = Tensor::<1>::zeros([vocab_size], device);
+            (None, Some(Param::from_tensor(b)))
+        } else {
+            let out = LinearConfig::new(self.d_hidden, vocab_size)
+                .with_initializer(init.clone())
+                .init(device);
+            (Some(out), None)
+        };
+        LanguageModel {
+            embedding: EmbeddingConfig::new(vocab_size, self.d_embed)
+                .with_initializer(init)
+                .init(device),
+            layers,
+            output,
+            tied_bias,
+            dropout: DropoutConfig::new(self.dropout).init(),
+            cell: self.cell,
+            d_hidden: self.d_hidden,
+        }
+    }
+}
+
+impl LanguageModel {
+    pub fn vocab_size(&self) -> usize {
+        self.embedding.weight.dims()[0]
+    }
+
+    /// Zero state for `batch` streams.
+    pub fn initial_state(&self, batch: usize, device: &Device) -> LmState {
+        let z = || Tensor::<2>::zeros([batch, self.d_hidden], device);
+        LmState {
+            h: self.layers.iter().map(|_| z()).collect(),
+            c: self.layers.iter().map(|_| z()).collect(),
+        }
+    }
+
+    /// tokens: [batch, time] → (last layer's outputs [batch, time, d_hidden], new state).
+    pub fn hidden(&self, tokens: Tensor<2, Int>, mut state: LmState) -> (Tensor<3>, LmState) {
+        let mut x = self.dropout.forward(self.embedding.forward(tokens));
+        for (l, layer) in self.layers.iter().enumerate() {
+            x = self
+                .dropout
+                .forward(layer.forward(x, &mut state.h[l], &mut state.c[l]));
+        }
+        (x, state)
+    }
+
+    /// h: [n, d_hidden] → logits [n, vocab].
+    pub fn logits(&self, h: Tensor<2>) -> Tensor<2> {
+        match (&self.output, &self.tied_bias) {
+            (Some(out), _) => out.forward(h),
+            (None, Some(b)) => {
+                h.matmul(self.embedding.weight.val().transpose()) + b.val().unsqueeze_dim(0)
+            }
+            (None, None) => unreachable!("a model has an output layer or a tied bias"),
+        }
+    }
+
+    /// Mean negative log-likelihood of `targets` ([batch, time] ids) after `tokens`, and the new state.
+    pub fn loss(
+        &self,
+        tokens: Tensor<2, Int>,
+        targets: Tensor<2, Int>,
+        state: LmState,
+    ) -> (Tensor<1>, LmState) {
+        let [batch, time] = tokens.dims();
+        let (h, state) = self.hidden(tokens, state);
+        let logits = self.logits(h.reshape([batch * time, self.d_hidden]));
+        let logp = log_softmax(logits, 1);
+        let picked = logp.gather(1, targets.reshape([batch * time, 1]));
+        (picked.mean().neg(), state)
+    }
+}
+
+/// Ids `[batch, time]` row-major as an int tensor on `device`.
+pub fn ids_tensor(ids: &[u32], batch: usize, time: usize, device: &Device) -> Tensor<2, Int> {
+    let data: Vec<i64> = ids.iter().map(|&i| i as i64).collect();
+    Tensor::from_data(TensorData::new(data, [batch, time]), device)
+}

@@ -1,0 +1,368 @@
+//! Truncated-BPTT training of [`LanguageModel`]: plain SGD on the mean token loss with the global
+//! gradient norm clipped, a step learning-rate decay, per-epoch validation perplexity, an atomic
+//! checkpoint after every epoch and `--resume`.
+//!
+//! Files in the output directory:
+//! - `config.json`: the experiment config, `command.txt`: the command line that trained it;
+//! - `checkpoint.bpk` + `train_state.json`: the latest epoch, for `--resume`;
+//! - `best.bpk`: the epoch with the best validation perplexity, exported as the engine artifact
+//!   (`manifest.json`, `model.safetensors`) whenever it improves;
+//! - `train.log`: one line per epoch; `metrics.json`: final perplexities.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use burn::module::{Module, ModuleVisitor, Param};
+use burn::optim::{GradientsParams, SgdConfig};
+use burn::tensor::{Device, Tensor};
+use fastsoftmax_data::batch::Streams;
+use fastsoftmax_infer::Vocab;
+use indicatif::{ProgressBar, ProgressStyle};
+use serde::{Deserialize, Serialize};
+
+use crate::config::ExperimentConfig;
+use crate::lm::{ids_tensor, LanguageModel};
+use crate::{export, Error, Result};
+
+/// Where the data is and what to do besides the config.
+#[derive(Debug, Clone)]
+pub struct TrainOptions {
+    pub train: PathBuf,
+    pub valid: PathBuf,
+    /// Evaluated once at the end when given.
+    pub test: Option<PathBuf>,
+    pub out: PathBuf,
+    pub resume: bool,
+    /// Stop each epoch after this many windows (quick runs and tests).
+    pub max_windows: Option<usize>,
+    pub progress: bool,
+    /// Recorded in `command.txt`.
+    pub command: String,
+}
+
+/// One finished epoch.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EpochRecord {
+    pub epoch: usize,
+    pub lr: f64,
+    pub train_ppl: f64,
+    pub valid_ppl: f64,
+    pub seconds: f64,
+    pub tokens_per_s: f64,
+}
+
+/// What `--resume` needs, saved beside `checkpoint.bpk`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TrainState {
+    pub config: ExperimentConfig,
+    pub vocab_size: usize,
+    pub epochs_done: usize,
+    pub lr: f64,
+    pub best_valid_ppl: f64,
+    pub history: Vec<EpochRecord>,
+}
+
+/// Final numbers of a run.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Metrics {
+    pub best_epoch: usize,
+    pub valid_ppl: f64,
+    pub test_ppl: Option<f64>,
+    pub epochs: Vec<EpochRecord>,
+}
+
+const STATE_FILE: &str = "train_state.json";
+const CHECKPOINT: &str = "checkpoint.bpk";
+const BEST: &str = "best.bpk";
+
+/// Trains (or resumes) and returns the final metrics. The best model is exported to `opts.out`.
+pub fn train(cfg: &ExperimentConfig, opts: &TrainOptions, device: &Device) -> Result<Metrics> {
+    let vocab = fastsoftmax_data::corpus::vocab_of_file(&opts.train)?;
+    let train_ids = fastsoftmax_data::corpus::read_tokens(&opts.train, &vocab)?;
+    let valid_ids = fastsoftmax_data::corpus::read_tokens(&opts.valid, &vocab)?;
+    let t = &cfg.train;
+    let streams = Streams::new(&train_ids, t.batch_size).ok_or_else(|| {
+        Error::Invalid(format!(
+            "{}: {} tokens are too few for batch_size {}",
+            opts.train.display(),
+            train_ids.len(),
+            t.batch_size
+        ))
+    })?;
+    std::fs::create_dir_all(&opts.out)
+        .map_err(|e| Error::Invalid(format!("{}: {e}", opts.out.display())))?;
+    let out = |f: &str| opts.out.join(f);
+
+    device.seed(cfg.train.seed);
+    let mut model = cfg.model.init(vocab.len(), device);
+    let mut state = TrainState {
+        config: cfg.clone(),
+        vocab_size: vocab.len(),
+        epochs_done: 0,
+        lr: t.lr,
+        best_valid_ppl: f64::INFINITY,
+        history: Vec::new(),
+    };
+    if opts.resume {
+        let (s, m) = resume(cfg, &vocab, &opts.out, model)?;
+        state = s;
+        model = m;
+        eprintln!(
+            "resuming {} after epoch {} (lr {}, best valid ppl {:.2})",
+            opts.out.display(),
+            state.epochs_done,
+            state.lr,
+            state.best_valid_ppl
+        );
+    } else if out(STATE_FILE).exists() {
+        return Err(Error::Invalid(format!(
+            "{} already holds a training run; pass --resume to continue it or choose another --out",
+            opts.out.display()
+        )));
+    }
+    write_text(
+        &out("config.json"),
+        &serde_json::to_string_pretty(cfg).unwrap(),
+    )?;
+    write_text(&out("command.txt"), &format!("{}\n", opts.command))?;
+
+    let mut optim = SgdConfig::new().init();
+    for epoch in state.epochs_done + 1..=t.epochs {
+        device.seed(t.seed.wrapping_add(epoch as u64));
+        let started = Instant::now();
+        let n_windows = streams
+            .num_windows(t.bptt)
+            .min(opts.max_windows.unwrap_or(usize::MAX));
+        let bar = progress_bar(
+            opts.progress,
+            n_windows as u64,
+            &format!("epoch {epoch}/{}", t.epochs),
+        );
+        let mut lstate = model.initial_state(t.batch_size, device);
+        let (mut loss_sum, mut tokens) = (0.0f64, 0usize);
+        for w in streams.windows(t.bptt).take(n_windows) {
+            let x = ids_tensor(&w.inputs, w.batch_size, w.len, device);
+            let y = ids_tensor(&w.targets, w.batch_size, w.len, device);
+            let (loss, next) = model.loss(x, y, lstate);
+            lstate = next.detach();
+            let grads = GradientsParams::from_grads(loss.backward(), &model);
+            let loss = loss.into_scalar::<f32>() as f64;
+            if !loss.is_finite() {
+                return Err(Error::Invalid(format!(
+                    "training diverged in epoch {epoch} (loss {loss}); lower train.lr or train.clip_norm in the config"
+                )));
+            }
+            // Plain SGD is linear in the gradient, so clipping the global norm is a scaled step.
+            let norm = global_grad_norm(&model, &grads);
+            let scale = if norm > t.clip_norm {
+                t.clip_norm / norm
+            } else {
+                1.0
+            };
+            model = optim.step(state.lr * scale, model, grads);
+            loss_sum += loss * (w.batch_size * w.len) as f64;
+            tokens += w.batch_size * w.len;
+            bar.inc(1);
+            let secs = started.elapsed().as_secs_f64();
+            bar.set_message(format!(
+                "ppl {:.1} · {:.0} tok/s",
+                (loss_sum / tokens as f64).exp(),
+                tokens as f64 / secs
+            ));
+        }
+        bar.finish_and_clear();
+        let seconds = started.elapsed().as_secs_f64();
+        let valid_ppl = perplexity(&model.valid(), &valid_ids, device.clone(), 10, t.bptt);
+        let record = EpochRecord {
+            epoch,
+            lr: state.lr,
+            train_ppl: (loss_sum / tokens as f64).exp(),
+            valid_ppl,
+            seconds,
+            tokens_per_s: tokens as f64 / seconds,
+        };
+        let line = format!(
+            "epoch {epoch:>3} | lr {:.4} | train ppl {:8.2} | valid ppl {:8.2} | {:.0} s | {:.0} tok/s",
+            record.lr, record.train_ppl, record.valid_ppl, record.seconds, record.tokens_per_s
+        );
+        eprintln!("{line}");
+        append_line(&out("train.log"), &line)?;
+        if !valid_ppl.is_finite() {
+            return Err(Error::Invalid(format!(
+                "validation perplexity is {valid_ppl} after epoch {epoch}; lower train.lr"
+            )));
+        }
+        if valid_ppl < state.best_valid_ppl {
+            state.best_valid_ppl = valid_ppl;
+            save_module(&model, &out(BEST))?;
+            export::export(&model.valid(), &vocab, &opts.out)?;
+        }
+        state.history.push(record);
+        state.epochs_done = epoch;
+        if epoch >= t.decay_from_epoch {
+            state.lr *= t.lr_decay;
+        }
+        // The checkpoint goes first: a crash between the two writes leaves a state file that
+        // points one epoch back, and resume redoes that epoch.
+        save_module(&model, &out(CHECKPOINT))?;
+        write_text(
+            &out(STATE_FILE),
+            &serde_json::to_string_pretty(&state).unwrap(),
+        )?;
+    }
+
+    let best = load_module(cfg.model.init(vocab.len(), device), &out(BEST))?.valid();
+    export::export(&best, &vocab, &opts.out)?;
+    let test_ppl = match &opts.test {
+        Some(p) => {
+            let ids = fastsoftmax_data::corpus::read_tokens(p, &vocab)?;
+            Some(perplexity(&best, &ids, device.clone(), 1, t.bptt))
+        }
+        None => None,
+    };
+    let best_epoch = state
+        .history
+        .iter()
+        .min_by(|a, b| a.valid_ppl.total_cmp(&b.valid_ppl))
+        .map(|r| r.epoch)
+        .unwrap_or(0);
+    let metrics = Metrics {
+        best_epoch,
+        valid_ppl: state.best_valid_ppl,
+        test_ppl,
+        epochs: state.history.clone(),
+    };
+    write_text(
+        &out("metrics.json"),
+        &serde_json::to_string_pretty(&metrics).unwrap(),
+    )?;
+    Ok(metrics)
+}
+
+/// Loads `train_state.json` and `checkpoint.bpk`, refusing a run of another config or vocabulary.
+fn resume(
+    cfg: &ExperimentConfig,
+    vocab: &Vocab,
+    dir: &Path,
+    model: LanguageModel,
+) -> Result<(TrainState, LanguageModel)> {
+    let path = dir.join(STATE_FILE);
+    let text = std::fs::read_to_string(&path).map_err(|e| {
+        Error::Invalid(format!(
+            "{}: {e}; there is no run to resume here — drop --resume to start one",
+            path.display()
+        ))
+    })?;
+    let state: TrainState = serde_json::from_str(&text)
+        .map_err(|e| Error::Invalid(format!("{}: corrupt training state ({e})", path.display())))?;
+    if state.config.model != cfg.model || state.vocab_size != vocab.len() {
+        return Err(Error::Invalid(format!(
+            "{}: the checkpoint was trained with another model config or vocabulary ({:?}, {} words) than the one given ({:?}, {} words); resume with the original config or choose another --out",
+            path.display(),
+            state.config.model,
+            state.vocab_size,
+            cfg.model,
+            vocab.len()
+        )));
+    }
+    if state.config.train != cfg.train {
+        eprintln!(
+            "note: training settings differ from the checkpoint's; continuing with the new ones"
+        );
+    }
+    let model = load_module(model, &dir.join(CHECKPOINT))?;
+    Ok((state, model))
+}
+
+fn save_module(model: &LanguageModel, path: &Path) -> Result<()> {
+    // burnpack writes through a scratch file and renames it into place: atomic.
+    model
+        .clone()
+        .save_file(path)
+        .map_err(|e| Error::Invalid(format!("{}: could not save ({e:?})", path.display())))
+}
+
+fn load_module(model: LanguageModel, path: &Path) -> Result<LanguageModel> {
+    model.try_load_file(path).map_err(|e| {
+        Error::Invalid(format!(
+            "{}: could not load the checkpoint ({e:?}); it is corrupt or from another model",
+            path.display()
+        ))
+    })
+}
+
+/// Global L2 norm of all parameter gradients.
+fn global_grad_norm(model: &LanguageModel, grads: &GradientsParams) -> f64 {
+    struct SumSquares<'a> {
+        grads: &'a GradientsParams,
+        total: Option<Tensor<1>>,
+    }
+    impl ModuleVisitor for SumSquares<'_> {
+        fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
+            if let Some(g) = self.grads.get::<D>(param.id) {
+                let s = (g.clone() * g).sum();
+                self.total = Some(match self.total.take() {
+                    Some(t) => t + s,
+                    None => s,
+                });
+            }
+        }
+    }
+    let mut v = SumSquares { grads, total: None };
+    model.visit(&mut v);
+    v.total
+        .map(|t| (t.into_scalar::<f32>() as f64).sqrt())
+        .unwrap_or(0.0)
+}
+
+/// Perplexity of `ids` under `model` (no autodiff), read as `streams` parallel streams.
+pub fn perplexity(
+    model: &LanguageModel,
+    ids: &[u32],
+    device: Device,
+    streams: usize,
+    bptt: usize,
+) -> f64 {
+    let device = device.inner();
+    let Some(s) = Streams::new(ids, streams) else {
+        return f64::NAN;
+    };
+    let mut state = model.initial_state(s.batch_size(), &device);
+    let (mut nll, mut n) = (0.0f64, 0usize);
+    for w in s.windows(bptt) {
+        let x = ids_tensor(&w.inputs, w.batch_size, w.len, &device);
+        let y = ids_tensor(&w.targets, w.batch_size, w.len, &device);
+        let (loss, next) = model.loss(x, y, state);
+        state = next;
+        nll += loss.into_scalar::<f32>() as f64 * (w.batch_size * w.len) as f64;
+        n += w.batch_size * w.len;
+    }
+    (nll / n as f64).exp()
+}
+
+fn progress_bar(show: bool, len: u64, prefix: &str) -> ProgressBar {
+    if !show {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::new(len);
+    bar.set_style(
+        ProgressStyle::with_template("{prefix} {bar:30} {pos}/{len} windows · {msg} · eta {eta}")
+            .expect("valid template"),
+    );
+    bar.set_prefix(prefix.to_string());
+    bar
+}
+
+fn write_text(path: &Path, text: &str) -> Result<()> {
+    fastsoftmax_infer::artifact::write_atomic(path, text.as_bytes()).map_err(Error::from)
+}
+
+fn append_line(path: &Path, line: &str) -> Result<()> {
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .map_err(|e| Error::Invalid(format!("{}: {e}", path.display())))?;
+    writeln!(f, "{line}").map_err(|e| Error::Invalid(format!("{}: {e}", path.display())))
+}

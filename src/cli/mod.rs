@@ -1,0 +1,45 @@
+//! Argument parsing and dispatch. Each subcommand lives in its own file.
+
+mod bench;
+mod data;
+mod eval;
+mod predict;
+mod quickstart;
+mod train;
+
+use clap::{Parser, Subcommand};
+
+/// Train language models on burn and make their large-vocabulary softmax fast on a CPU.
+#[derive(Parser, Debug)]
+#[command(name = "fastsoftmax", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Download and verify corpora (`data fetch ptb`).
+    Data(data::DataArgs),
+    /// Train an LSTM/GRU language model from a JSON config and export it for the engine.
+    TrainLm(train::TrainLmArgs),
+    /// Perplexity of a model on a tokenized text.
+    Eval(eval::EvalArgs),
+    /// Precision, accuracy and speed of softmax heads against the exact full softmax.
+    Bench(bench::BenchArgs),
+    /// The most likely next words after a prompt.
+    Predict(predict::PredictArgs),
+    /// Fetch PTB if needed, load the shipped model, and print the speedup table.
+    Quickstart(quickstart::QuickstartArgs),
+}
+
+pub fn run() -> anyhow::Result<()> {
+    match Cli::parse().command {
+        Command::Data(a) => data::run(a),
+        Command::TrainLm(a) => train::run(a),
+        Command::Eval(a) => eval::run(a),
+        Command::Bench(a) => bench::run(a),
+        Command::Predict(a) => predict::run(a),
+        Command::Quickstart(a) => quickstart::run(a),
+    }
+}

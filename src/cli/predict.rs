@@ -1,0 +1,75 @@
+//! `fastsoftmax predict`: the next words after a prompt.
+
+use std::path::PathBuf;
+
+use clap::Args;
+use fastsoftmax_infer::{check_k, heads, LanguageModel, TopK};
+
+#[derive(Args, Debug)]
+pub struct PredictArgs {
+    /// Model directory, e.g. assets/models/ptb-small-lstm.
+    #[arg(long)]
+    model: PathBuf,
+    /// Head to predict with (`full` = exact softmax).
+    #[arg(long, default_value = "full")]
+    head: String,
+    /// Number of words to show.
+    #[arg(short, default_value_t = 5)]
+    k: usize,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+    /// The prompt: tokenized words (PTB style: lower case, `N` for numbers); may be empty.
+    prompt: String,
+}
+
+pub fn run(a: PredictArgs) -> anyhow::Result<()> {
+    let lm = LanguageModel::load(&a.model)?;
+    check_k(a.k, lm.spec().vocab_size)?;
+    let head = heads::load(&a.head, &a.model, &lm)?;
+    let mut state = lm.new_state();
+    // The models were trained on text where every sentence follows an <eos>.
+    lm.step(lm.vocab().eos(), &mut state)?;
+    let ids = lm.encode_words(&a.prompt);
+    let unknown: Vec<&str> = a
+        .prompt
+        .split_whitespace()
+        .filter(|w| lm.vocab().get(w).is_none())
+        .collect();
+    if !unknown.is_empty() {
+        eprintln!(
+            "note: not in the vocabulary, read as <unk>: {}",
+            unknown.join(" ")
+        );
+    }
+    for id in ids {
+        lm.step(id, &mut state)?;
+    }
+    let mut logits = vec![0.0f32; lm.spec().vocab_size];
+    lm.full_head().logits_into(state.context(), &mut logits);
+    let log_z = fastsoftmax_infer::log_sum_exp(&logits);
+    let mut best = TopK::new(a.k);
+    head.top_k_into(state.context(), a.k, &mut best);
+    let rows: Vec<(String, f64)> = best
+        .as_slice()
+        .iter()
+        .map(|s| {
+            (
+                lm.vocab().word(s.id).to_string(),
+                (s.logit as f64 - log_z).exp(),
+            )
+        })
+        .collect();
+    if a.json {
+        let v: Vec<_> = rows
+            .iter()
+            .map(|(w, p)| serde_json::json!({"word": w, "prob": p}))
+            .collect();
+        println!("{}", serde_json::Value::Array(v));
+    } else {
+        for (w, p) in rows {
+            println!("{p:>8.4}  {w}");
+        }
+    }
+    Ok(())
+}

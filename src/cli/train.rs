@@ -1,0 +1,72 @@
+//! `fastsoftmax train-lm`.
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+use clap::Args;
+use fastsoftmax_nn::train::{train, TrainOptions};
+use fastsoftmax_nn::{Backend, ExperimentConfig};
+
+#[derive(Args, Debug)]
+pub struct TrainLmArgs {
+    /// Experiment config (JSON with `model` and `train` sections), e.g. experiments/configs/ptb-small-lstm.json.
+    #[arg(long)]
+    config: PathBuf,
+    /// Directory with ptb.train.txt, ptb.valid.txt and ptb.test.txt (see `data fetch ptb`).
+    #[arg(long, default_value = "data/ptb")]
+    data: PathBuf,
+    /// Training text instead of DATA/ptb.train.txt (one tokenized sentence per line).
+    #[arg(long)]
+    train: Option<PathBuf>,
+    /// Validation text instead of DATA/ptb.valid.txt.
+    #[arg(long)]
+    valid: Option<PathBuf>,
+    /// Test text instead of DATA/ptb.test.txt, evaluated once at the end.
+    #[arg(long)]
+    test: Option<PathBuf>,
+    /// Output directory: checkpoints, logs and the exported model.
+    #[arg(long)]
+    out: PathBuf,
+    /// Continue the run in OUT from its last checkpoint.
+    #[arg(long)]
+    resume: bool,
+    /// burn backend: flex (default), ndarray or wgpu (the latter two need the cargo feature).
+    #[arg(long, default_value = "flex")]
+    backend: String,
+    /// Stop each epoch after N windows (smoke tests).
+    #[arg(long)]
+    max_windows: Option<usize>,
+    /// No progress bar.
+    #[arg(long)]
+    quiet: bool,
+}
+
+pub fn run(a: TrainLmArgs) -> anyhow::Result<()> {
+    let cfg = ExperimentConfig::load(&a.config)?;
+    let backend: Backend = a.backend.parse()?;
+    let device = backend.autodiff_device()?;
+    let pick = |given: Option<PathBuf>, file: &str| given.unwrap_or_else(|| a.data.join(file));
+    let test = pick(a.test.clone(), "ptb.test.txt");
+    let opts = TrainOptions {
+        train: pick(a.train.clone(), "ptb.train.txt"),
+        valid: pick(a.valid.clone(), "ptb.valid.txt"),
+        test: test.exists().then_some(test),
+        out: a.out.clone(),
+        resume: a.resume,
+        max_windows: a.max_windows,
+        progress: !a.quiet,
+        command: std::env::args().collect::<Vec<_>>().join(" "),
+    };
+    let m = train(&cfg, &opts, &device)
+        .with_context(|| format!("training into {}", a.out.display()))?;
+    println!(
+        "best epoch {} · valid ppl {:.2}{}",
+        m.best_epoch,
+        m.valid_ppl,
+        m.test_ppl
+            .map(|t| format!(" · test ppl {t:.2}"))
+            .unwrap_or_default()
+    );
+    println!("model exported to {}", a.out.display());
+    Ok(())
+}

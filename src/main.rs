@@ -1,0 +1,13 @@
+//! The `fastsoftmax` command line.
+
+mod cli;
+
+fn main() -> std::process::ExitCode {
+    match cli::run() {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
