@@ -1,5 +1,6 @@
-//! fastsoftmax: train language models on burn and serve their large-vocabulary softmax fast on
-//! a CPU. This facade re-exports the workspace crates; the `fastsoftmax` binary is the CLI.
+#![doc = include_str!("../README.md")]
+//!
+//! This facade re-exports the workspace crates; the `fastsoftmax` binary is the CLI.
 //!
 //! - [`infer`]: the burn-free engine an app embeds (LM steps, softmax heads, artifacts).
 //! - [`nn`]: burn modules and training.

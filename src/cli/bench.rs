@@ -26,10 +26,20 @@ pub struct BenchArgs {
     /// Print one JSON object per head instead of the table.
     #[arg(long)]
     json: bool,
+    /// Also write the contexts as a float32 `.npy` array `[n, d]` (for peer scripts).
+    #[arg(long)]
+    save_contexts: Option<PathBuf>,
 }
 
 pub fn run(a: BenchArgs) -> anyhow::Result<()> {
-    let reports = bench(&a.model, &a.text, &a.heads, a.max_contexts, a.repeats)?;
+    let reports = bench(
+        &a.model,
+        &a.text,
+        &a.heads,
+        a.max_contexts,
+        a.repeats,
+        a.save_contexts.as_deref(),
+    )?;
     if a.json {
         for r in &reports {
             println!("{}", serde_json::to_string(r)?);
@@ -47,6 +57,7 @@ pub fn bench(
     names: &[String],
     max_contexts: usize,
     repeats: usize,
+    save_contexts: Option<&Path>,
 ) -> anyhow::Result<Vec<HeadReport>> {
     let lm = LanguageModel::load(model)?;
     let tokens = fastsoftmax_data::corpus::read_tokens(text, lm.vocab())?;
@@ -60,6 +71,9 @@ pub fn bench(
         .map(|n| heads::load(n, model, &lm))
         .collect::<Result<Vec<_>, _>>()?;
     let contexts = eval::collect_contexts(&lm, &tokens, max_contexts)?;
+    if let Some(path) = save_contexts {
+        write_npy(path, &contexts.hs, [contexts.len(), contexts.d])?;
+    }
     eprintln!(
         "benchmarking {} on {} contexts of {} (single thread, batch 1 and {}, {} passes each)",
         names.join(", "),
@@ -103,4 +117,22 @@ pub fn print_table(reports: &[HeadReport]) {
             r.flop_speedup
         );
     }
+}
+
+/// Writes a C-order float32 `.npy` file (format 1.0).
+fn write_npy(path: &Path, data: &[f32], shape: [usize; 2]) -> anyhow::Result<()> {
+    let mut header = format!(
+        "{{'descr': '<f4', 'fortran_order': False, 'shape': ({}, {}), }}",
+        shape[0], shape[1]
+    );
+    // Magic (6) + version (2) + header length (2) + header, padded with spaces to 64 bytes, ending in \n.
+    let total = (10 + header.len() + 1).div_ceil(64) * 64;
+    header.push_str(&" ".repeat(total - 10 - header.len() - 1));
+    header.push('\n');
+    let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
+    bytes.extend_from_slice(&(header.len() as u16).to_le_bytes());
+    bytes.extend_from_slice(header.as_bytes());
+    bytes.extend(data.iter().flat_map(|x| x.to_le_bytes()));
+    fastsoftmax_infer::artifact::write_atomic(path, &bytes)?;
+    Ok(())
 }

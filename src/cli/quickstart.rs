@@ -30,7 +30,7 @@ pub fn run(a: QuickstartArgs) -> anyhow::Result<()> {
         "{}: test perplexity {ppl:.2} over {n} tokens",
         a.model.display()
     );
-    let reports = super::bench::bench(&a.model, &test, &[], a.max_contexts, 5)?;
+    let reports = super::bench::bench(&a.model, &test, &[], a.max_contexts, 5, None)?;
     if a.json {
         for r in &reports {
             println!("{}", serde_json::to_string(r)?);

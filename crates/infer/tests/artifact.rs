@@ -1,0 +1,156 @@
+//! Bad artifacts are errors that name the file and the problem, never panics or wrong answers.
+
+use std::path::Path;
+
+use fastsoftmax_infer::artifact::{
+    Cell, LmSpec, LmWeights, RecurrentWeights, MANIFEST_FILE, WEIGHTS_FILE,
+};
+use fastsoftmax_infer::{LanguageModel, Vocab};
+
+fn fixture() -> LmWeights {
+    let (v, e, h) = (6usize, 3usize, 4usize);
+    let vals = |n: usize, s: f32| {
+        (0..n)
+            .map(|i| ((i as f32 * 0.37 + s).sin()) * 0.5)
+            .collect::<Vec<_>>()
+    };
+    let words = ["a", "b", "c", "d"].iter().map(|s| s.to_string()).collect();
+    LmWeights {
+        spec: LmSpec {
+            cell: Cell::Lstm,
+            vocab_size: v,
+            d_embed: e,
+            d_hidden: h,
+            n_layers: 1,
+            tied: false,
+        },
+        vocab: Vocab::from_words(words).unwrap(),
+        embedding: vals(v * e, 0.1),
+        layers: vec![RecurrentWeights {
+            w_ih: vals(4 * h * e, 0.2),
+            w_hh: vals(4 * h * h, 0.3),
+            b_ih: vals(4 * h, 0.4),
+            b_hh: vals(4 * h, 0.5),
+        }],
+        output_weight: Some(vals(v * h, 0.6)),
+        output_bias: vals(v, 0.7),
+    }
+}
+
+fn saved() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    fixture().save(dir.path()).unwrap();
+    dir
+}
+
+fn load_err(dir: &Path) -> String {
+    match LanguageModel::load(dir) {
+        Ok(_) => panic!("loading {} should fail", dir.display()),
+        Err(e) => e.to_string(),
+    }
+}
+
+fn edit_manifest(dir: &Path, f: impl FnOnce(&mut serde_json::Value)) {
+    let p = dir.join(MANIFEST_FILE);
+    let mut v: serde_json::Value = serde_json::from_slice(&std::fs::read(&p).unwrap()).unwrap();
+    f(&mut v);
+    std::fs::write(&p, serde_json::to_vec(&v).unwrap()).unwrap();
+}
+
+#[test]
+fn round_trip_is_exact() {
+    let dir = saved();
+    assert_eq!(LmWeights::load(dir.path()).unwrap(), fixture());
+    let lm = LanguageModel::load(dir.path()).unwrap();
+    let mut s = lm.new_state();
+    lm.step(0, &mut s).unwrap();
+    assert!(s.context().iter().all(|x| x.is_finite()));
+    let err = lm.step(6, &mut s).unwrap_err().to_string();
+    assert!(err.contains("outside the vocabulary"), "{err}");
+}
+
+#[test]
+fn missing_directory() {
+    let err = load_err(Path::new("/nonexistent/model"));
+    assert!(
+        err.contains("manifest.json") && err.contains("train-lm"),
+        "{err}"
+    );
+}
+
+#[test]
+fn truncated_weights() {
+    let dir = saved();
+    let p = dir.path().join(WEIGHTS_FILE);
+    let bytes = std::fs::read(&p).unwrap();
+    std::fs::write(&p, &bytes[..bytes.len() / 2]).unwrap();
+    let err = load_err(dir.path());
+    assert!(
+        err.contains("model.safetensors") && err.contains("truncated or corrupt"),
+        "{err}"
+    );
+}
+
+#[test]
+fn corrupt_manifest() {
+    let dir = saved();
+    std::fs::write(dir.path().join(MANIFEST_FILE), b"{not json").unwrap();
+    let err = load_err(dir.path());
+    assert!(
+        err.contains("manifest.json") && err.contains("not a valid manifest"),
+        "{err}"
+    );
+}
+
+#[test]
+fn dimensions_disagree_with_weights() {
+    let dir = saved();
+    edit_manifest(dir.path(), |v| v["d_hidden"] = 5.into());
+    let err = load_err(dir.path());
+    assert!(
+        err.contains("layers.0.w_ih") && err.contains("different models"),
+        "{err}"
+    );
+}
+
+#[test]
+fn vocabulary_mismatch() {
+    let dir = saved();
+    edit_manifest(dir.path(), |v| {
+        v["vocab"].as_array_mut().unwrap().pop();
+    });
+    let err = load_err(dir.path());
+    assert!(
+        err.contains("vocab_size is 6 but the vocabulary lists 5"),
+        "{err}"
+    );
+}
+
+#[test]
+fn unsupported_version() {
+    let dir = saved();
+    edit_manifest(dir.path(), |v| v["format_version"] = 99.into());
+    let err = load_err(dir.path());
+    assert!(err.contains("v99 is not supported"), "{err}");
+}
+
+#[test]
+fn nan_in_weights() {
+    let mut w = fixture();
+    w.output_bias[2] = f32::NAN;
+    let dir = tempfile::tempdir().unwrap();
+    let err = w.save(dir.path()).unwrap_err().to_string();
+    assert!(
+        err.contains("output.bias") && err.contains("non-finite"),
+        "{err}"
+    );
+    // A file that holds a NaN anyway (written by another tool) is refused at load.
+    let dir = saved();
+    let p = dir.path().join(WEIGHTS_FILE);
+    let mut bytes = std::fs::read(&p).unwrap();
+    let n = bytes.len();
+    bytes[n - 4..].copy_from_slice(&f32::NAN.to_le_bytes());
+    std::fs::write(&p, bytes).unwrap();
+    let err = load_err(dir.path());
+    assert!(err.contains("non-finite"), "{err}");
+}

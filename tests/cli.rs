@@ -1,0 +1,160 @@
+//! End-to-end: the CLI trains a tiny model on a fixture text, then eval, bench and predict run
+//! on it; bad input gets errors that say what to do.
+
+use std::path::Path;
+use std::process::Command;
+
+fn cli(args: &[&str]) -> (bool, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_fastsoftmax"))
+        .args(args)
+        .output()
+        .expect("run the fastsoftmax binary");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn write_fixture(dir: &Path) {
+    let sentences = [
+        "the cat sat on the mat",
+        "a dog ran in the park",
+        "the bird sang a song",
+    ];
+    let text: String = (0..300)
+        .map(|i| format!("{}\n", sentences[i % 3]))
+        .collect();
+    std::fs::write(dir.join("ptb.train.txt"), &text).unwrap();
+    std::fs::write(dir.join("ptb.valid.txt"), &text[..200]).unwrap();
+    std::fs::write(
+        dir.join("ptb.test.txt"),
+        "the cat sat on the mat\nthe zebra sang a song\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("config.json"),
+        r#"{"model": {"cell": "gru", "d_embed": 12, "d_hidden": 12, "n_layers": 1},
+            "train": {"lr": 5.0, "lr_decay": 0.5, "decay_from_epoch": 5, "epochs": 3,
+                      "batch_size": 4, "bptt": 8, "clip_norm": 5.0, "seed": 1}}"#,
+    )
+    .unwrap();
+}
+
+#[test]
+fn train_eval_bench_predict() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    write_fixture(d);
+    let s = |p: &str| d.join(p).to_str().unwrap().to_string();
+    let (ok, out, err) = cli(&[
+        "train-lm",
+        "--config",
+        &s("config.json"),
+        "--data",
+        &s(""),
+        "--out",
+        &s("m"),
+        "--quiet",
+    ]);
+    assert!(ok, "{err}");
+    assert!(out.contains("test ppl"), "{out}");
+
+    let (ok, out, err) = cli(&[
+        "eval",
+        "--model",
+        &s("m"),
+        "--text",
+        &s("ptb.test.txt"),
+        "--json",
+    ]);
+    assert!(ok, "{err}");
+    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(v["tokens"], 13);
+    assert!(v["perplexity"].as_f64().unwrap() < 12.0, "{v}");
+    assert!(v["unk_rate"].as_f64().unwrap() > 0.0);
+
+    let (ok, out, err) = cli(&[
+        "bench",
+        "--model",
+        &s("m"),
+        "--text",
+        &s("ptb.train.txt"),
+        "--heads",
+        "full",
+        "--repeats",
+        "1",
+        "--json",
+    ]);
+    assert!(ok, "{err}");
+    let v: serde_json::Value = serde_json::from_str(out.lines().next().unwrap()).unwrap();
+    for field in [
+        "head",
+        "p_at_1",
+        "p_at_5",
+        "acc_at_1",
+        "acc_at_5",
+        "acc_at_10",
+        "us_per_query_b1",
+        "us_per_query_b64",
+        "speedup_b1",
+        "speedup_b64",
+        "flop_speedup",
+    ] {
+        assert!(v.get(field).is_some(), "missing {field} in {v}");
+    }
+    assert_eq!(v["p_at_1"], 1.0);
+    assert_eq!(v["p_at_5"], 1.0);
+    assert!(v["acc_at_1"].as_f64().unwrap() > 0.5, "{v}");
+
+    let (ok, out, err) = cli(&[
+        "predict",
+        "--model",
+        &s("m"),
+        "-k",
+        "2",
+        "--json",
+        "the cat sat on the",
+    ]);
+    assert!(ok, "{err}");
+    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(v[0]["word"], "mat", "{v}");
+
+    // Bad input: k out of range, unknown head, empty text, missing model.
+    let (ok, _, err) = cli(&["predict", "--model", &s("m"), "-k", "0", "the"]);
+    assert!(!ok && err.contains("k = 0"), "{err}");
+    let (ok, _, err) = cli(&["predict", "--model", &s("m"), "-k", "100000", "the"]);
+    assert!(!ok && err.contains("1 ≤ k ≤"), "{err}");
+    let (ok, _, err) = cli(&["predict", "--model", &s("m"), "--head", "l2s", "the"]);
+    assert!(
+        !ok && err.contains("train-head") && err.contains("available: full"),
+        "{err}"
+    );
+    std::fs::write(d.join("empty.txt"), "\n \n").unwrap();
+    let (ok, _, err) = cli(&["eval", "--model", &s("m"), "--text", &s("empty.txt")]);
+    assert!(!ok && err.contains("no words"), "{err}");
+    let (ok, _, err) = cli(&["eval", "--model", &s("nope"), "--text", &s("ptb.test.txt")]);
+    assert!(!ok && err.contains("manifest.json"), "{err}");
+    let (ok, _, err) = cli(&[
+        "train-lm",
+        "--config",
+        &s("config.json"),
+        "--data",
+        &s("missing"),
+        "--out",
+        &s("m2"),
+    ]);
+    assert!(!ok && err.contains("data fetch ptb"), "{err}");
+    let (ok, _, err) = cli(&[
+        "train-lm",
+        "--config",
+        &s("config.json"),
+        "--data",
+        &s(""),
+        "--out",
+        &s("m2"),
+        "--backend",
+        "cuda",
+    ]);
+    assert!(!ok && err.contains("unknown backend"), "{err}");
+}
