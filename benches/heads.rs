@@ -8,6 +8,8 @@
 
 use std::path::Path;
 
+use burn::module::Param;
+use burn::nn::Linear;
 use burn::tensor::{Device, Tensor, TensorData};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use fastsoftmax_infer::eval::{collect_contexts, Contexts};
@@ -75,7 +77,7 @@ fn engine_heads(c: &mut Criterion) {
     group.finish();
 }
 
-/// The same product `H · Wᵀ + b` and top-k through burn on `device`.
+/// The same product `H · Wᵀ + b` through a burn `Linear` on `device`, then the same top-k.
 fn burn_full(c: &mut Criterion, device: Device, label: &str) {
     let f = fixture();
     let d = f.weights.spec.d_hidden;
@@ -97,7 +99,7 @@ fn burn_full(c: &mut Criterion, device: Device, label: &str) {
         let mut outs = vec![TopK::new(K); batch];
         group.bench_function(BenchmarkId::new(label, batch), |bench| {
             bench.iter(|| {
-                let logits = h.clone().matmul(wt.clone()) + b.clone();
+                let logits = linear.forward(h.clone());
                 let data: Vec<f32> = logits.into_data().convert::<f32>().to_vec().unwrap();
                 for (row, out) in data.chunks(v).zip(outs.iter_mut()) {
                     out.reset(K);

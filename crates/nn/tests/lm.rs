@@ -80,7 +80,8 @@ fn write_corpus(dir: &Path) -> (std::path::PathBuf, std::path::PathBuf) {
     let train = dir.join("train.txt");
     let valid = dir.join("valid.txt");
     std::fs::write(&train, &text).unwrap();
-    std::fs::write(&valid, &text[..text.len() / 4]).unwrap();
+    let valid_text: String = (0..30).map(|i| format!("{}\n", sentences[i % 3])).collect();
+    std::fs::write(&valid, valid_text).unwrap();
     (train, valid)
 }
 
