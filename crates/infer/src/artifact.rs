@@ -235,6 +235,12 @@ impl LmWeights {
         }
         let vocab = Vocab::from_words(manifest.vocab.clone())
             .map_err(|e| Error::format(&manifest_path, format!("field `vocab`: {e}")))?;
+        if vocab.len() != manifest.vocab.len() {
+            return Err(Error::format(
+                &manifest_path,
+                "field `vocab` lacks <unk> or <eos>; the manifest was edited or written by another tool — re-export the model",
+            ));
+        }
         let bytes = std::fs::read(&weights_path).map_err(|e| Error::io(&weights_path, e))?;
         let st = safetensors::SafeTensors::deserialize(&bytes).map_err(|e| {
             Error::format(

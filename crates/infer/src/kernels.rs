@@ -7,7 +7,8 @@
 //! with bias −∞, so they never enter a top-k.
 //!
 //! Three code paths with the same layout: AVX-512 intrinsics, the portable code compiled for
-//! AVX2+FMA, and the portable code for any CPU; picked once at build time of the matrix.
+//! AVX2+FMA, and the portable code for any CPU; picked once when the matrix is built
+//! (set `FASTSOFTMAX_PORTABLE=1` to force the portable path, e.g. to compare).
 //! [`dot_naive`] / [`scores_naive`] are the reference the tests compare against.
 
 use crate::topk::TopK;
@@ -237,8 +238,8 @@ fn group_scores_portable(
         let mut acc = [0.0f32; PANEL];
         for (j, &hj) in h.iter().enumerate() {
             let col = &panel[j * PANEL..(j + 1) * PANEL];
-            for r in 0..PANEL {
-                acc[r] += col[r] * hj;
+            for (a, w) in acc.iter_mut().zip(col) {
+                *a += w * hj;
             }
         }
         out[g * PANEL..(g + 1) * PANEL].copy_from_slice(&acc);
@@ -262,8 +263,8 @@ fn tile_scores_portable(
             let mut acc = [0.0f32; PANEL];
             for (j, &hj) in h.iter().enumerate() {
                 let col = &panel[j * PANEL..(j + 1) * PANEL];
-                for r in 0..PANEL {
-                    acc[r] += col[r] * hj;
+                for (a, w) in acc.iter_mut().zip(col) {
+                    *a += w * hj;
                 }
             }
             tile[q][g * PANEL..(g + 1) * PANEL].copy_from_slice(&acc);

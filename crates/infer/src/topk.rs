@@ -25,8 +25,7 @@ impl TopK {
         }
     }
 
-    /// Empties the buffer for a new query with the same or a smaller `k`... or a larger one,
-    /// which reserves once.
+    /// Empties the buffer for a new query; a larger `k` than before reserves once.
     pub fn reset(&mut self, k: usize) {
         self.k = k;
         self.items.clear();

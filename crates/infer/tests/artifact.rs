@@ -117,13 +117,19 @@ fn dimensions_disagree_with_weights() {
 fn vocabulary_mismatch() {
     let dir = saved();
     edit_manifest(dir.path(), |v| {
-        v["vocab"].as_array_mut().unwrap().pop();
+        v["vocab"].as_array_mut().unwrap().remove(0);
     });
     let err = load_err(dir.path());
     assert!(
         err.contains("vocab_size is 6 but the vocabulary lists 5"),
         "{err}"
     );
+    let dir = saved();
+    edit_manifest(dir.path(), |v| {
+        v["vocab"].as_array_mut().unwrap().pop(); // drops <eos>
+    });
+    let err = load_err(dir.path());
+    assert!(err.contains("lacks <unk> or <eos>"), "{err}");
 }
 
 #[test]

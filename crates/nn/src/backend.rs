@@ -31,6 +31,15 @@ impl std::str::FromStr for Backend {
 }
 
 impl Backend {
+    /// The name used by `--backend` and by the cargo feature.
+    pub fn name(self) -> &'static str {
+        match self {
+            Backend::Flex => "flex",
+            Backend::Ndarray => "ndarray",
+            Backend::Wgpu => "wgpu",
+        }
+    }
+
     /// The plain (inference) device of this backend, or an error naming the cargo feature to enable.
     pub fn device(self) -> crate::Result<Device> {
         match self {
@@ -42,8 +51,8 @@ impl Backend {
             Backend::Wgpu => Ok(Device::wgpu(burn::tensor::DeviceKind::default())),
             #[allow(unreachable_patterns)]
             other => Err(crate::Error::Invalid(format!(
-                "backend {other:?} is not compiled in; rebuild with `cargo build --release --features {}`",
-                format!("{other:?}").to_lowercase()
+                "backend {name} is not compiled in; rebuild with `cargo build --release --features {name}`",
+                name = other.name()
             ))),
         }
     }

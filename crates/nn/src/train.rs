@@ -3,7 +3,7 @@
 //! checkpoint after every epoch and `--resume`.
 //!
 //! Files in the output directory:
-//! - `config.json`: the experiment config, `command.txt`: the command line that trained it;
+//! - `config.json`: the experiment config, `command.txt`: the command lines that trained it;
 //! - `checkpoint.bpk` + `train_state.json`: the latest epoch, for `--resume`;
 //! - `best.bpk`: the epoch with the best validation perplexity, exported as the engine artifact
 //!   (`manifest.json`, `model.safetensors`) whenever it improves;
@@ -125,7 +125,13 @@ pub fn train(cfg: &ExperimentConfig, opts: &TrainOptions, device: &Device) -> Re
         &out("config.json"),
         &serde_json::to_string_pretty(cfg).unwrap(),
     )?;
-    write_text(&out("command.txt"), &format!("{}\n", opts.command))?;
+    // Every command that worked on this run, in order (the first trained it, later ones resumed).
+    let earlier = if opts.resume {
+        std::fs::read_to_string(out("command.txt")).unwrap_or_default()
+    } else {
+        String::new()
+    };
+    write_text(&out("command.txt"), &format!("{earlier}{}\n", opts.command))?;
 
     let mut optim = SgdConfig::new().init();
     for epoch in state.epochs_done + 1..=t.epochs {
