@@ -82,13 +82,17 @@ fn burn_full(c: &mut Criterion, device: Device, label: &str) {
     let f = fixture();
     let d = f.weights.spec.d_hidden;
     let v = f.weights.spec.vocab_size;
+    // The output layer as burn's own `Linear` module (weight stored `[d_in, d_out]`).
     let wt = Tensor::<2>::from_data(
         TensorData::new(f.weights.output_matrix().to_vec(), [v, d]),
         &device,
     )
     .transpose();
-    let b = Tensor::<1>::from_data(TensorData::new(f.weights.output_bias.clone(), [v]), &device)
-        .unsqueeze_dim(0);
+    let b = Tensor::<1>::from_data(TensorData::new(f.weights.output_bias.clone(), [v]), &device);
+    let linear = Linear {
+        weight: Param::from_tensor(wt),
+        bias: Some(Param::from_tensor(b)),
+    };
     let mut group = c.benchmark_group("burn_full");
     for batch in [1usize, 64] {
         group.throughput(Throughput::Elements(batch as u64));
@@ -100,7 +104,7 @@ fn burn_full(c: &mut Criterion, device: Device, label: &str) {
         group.bench_function(BenchmarkId::new(label, batch), |bench| {
             bench.iter(|| {
                 let logits = linear.forward(h.clone());
-                let data: Vec<f32> = logits.into_data().convert::<f32>().to_vec().unwrap();
+                let data: Vec<f32> = logits.into_data().convert::<f32>().try_to_vec::<f32>().unwrap();
                 for (row, out) in data.chunks(v).zip(outs.iter_mut()) {
                     out.reset(K);
                     for (i, &x) in row.iter().enumerate() {
