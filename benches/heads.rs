@@ -104,7 +104,11 @@ fn burn_full(c: &mut Criterion, device: Device, label: &str) {
         group.bench_function(BenchmarkId::new(label, batch), |bench| {
             bench.iter(|| {
                 let logits = linear.forward(h.clone());
-                let data: Vec<f32> = logits.into_data().convert::<f32>().try_to_vec::<f32>().unwrap();
+                let data: Vec<f32> = logits
+                    .into_data()
+                    .convert::<f32>()
+                    .try_to_vec::<f32>()
+                    .unwrap();
                 for (row, out) in data.chunks(v).zip(outs.iter_mut()) {
                     out.reset(K);
                     for (i, &x) in row.iter().enumerate() {

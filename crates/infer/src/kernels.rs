@@ -143,8 +143,10 @@ impl PackedMatrix {
         }
     }
 
-    /// Offers every row's logit `W[i]·h + b[i]` to `out` (which the caller has reset).
-    pub fn scan_into(&self, h: &[f32], out: &mut TopK) {
+    /// Scores `h` against every row, 64 rows at a time: `f(first_row, logits)` with the bias
+    /// added (padding rows come out as −∞).
+    #[inline(always)]
+    fn for_each_group(&self, h: &[f32], mut f: impl FnMut(usize, &[f32])) {
         debug_assert_eq!(h.len(), self.d);
         let mut buf = [0.0f32; GROUP * PANEL];
         let n_panels = self.n_panels();
@@ -153,34 +155,34 @@ impl PackedMatrix {
             let count = GROUP.min(n_panels - first);
             self.group_scores(h, first, count, &mut buf);
             let base = first * PANEL;
-            let thr = out.threshold();
-            for (r, s) in buf[..count * PANEL].iter().enumerate() {
-                let logit = s + self.bias[base + r];
-                if logit > thr {
-                    out.push(self.id(base + r), logit);
-                }
+            let scores = &mut buf[..count * PANEL];
+            for (s, b) in scores.iter_mut().zip(&self.bias[base..]) {
+                *s += b;
             }
+            f(base, scores);
             first += count;
         }
     }
 
+    /// Offers every row's logit `W[i]·h + b[i]` to `out` (which the caller has reset).
+    pub fn scan_into(&self, h: &[f32], out: &mut TopK) {
+        self.for_each_group(h, |base, logits| {
+            let thr = out.threshold();
+            for (r, &logit) in logits.iter().enumerate() {
+                if logit > thr {
+                    out.push(self.id(base + r), logit);
+                }
+            }
+        });
+    }
+
     /// All logits in row order: `out[i] = W[i]·h + b[i]`, `out` is `[n_rows]`.
     pub fn logits_into(&self, h: &[f32], out: &mut [f32]) {
-        debug_assert_eq!(h.len(), self.d);
         debug_assert_eq!(out.len(), self.n_rows);
-        let mut buf = [0.0f32; GROUP * PANEL];
-        let n_panels = self.n_panels();
-        let mut first = 0;
-        while first < n_panels {
-            let count = GROUP.min(n_panels - first);
-            self.group_scores(h, first, count, &mut buf);
-            let base = first * PANEL;
-            let end = (base + count * PANEL).min(self.n_rows);
-            for (i, o) in out[base..end].iter_mut().enumerate() {
-                *o = buf[i] + self.bias[base + i];
-            }
-            first += count;
-        }
+        self.for_each_group(h, |base, logits| {
+            let end = (base + logits.len()).min(self.n_rows);
+            out[base..end].copy_from_slice(&logits[..end - base]);
+        });
     }
 
     /// Batched scan: `hs` is `[n, d]` row-major, `outs[q]` receives query q's candidates.

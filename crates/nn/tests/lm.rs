@@ -40,7 +40,11 @@ fn engine_matches_burn_forward() {
             model.initial_state(1, &device),
         );
         let logits: Tensor<2> = model.logits(h.reshape([tokens.len(), 16]));
-        let want: Vec<f32> = logits.into_data().convert::<f32>().try_to_vec::<f32>().unwrap();
+        let want: Vec<f32> = logits
+            .into_data()
+            .convert::<f32>()
+            .try_to_vec::<f32>()
+            .unwrap();
 
         let dir = tempfile::tempdir().unwrap();
         export::export(&model, &vocab, dir.path()).unwrap();
