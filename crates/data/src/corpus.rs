@@ -1,0 +1,94 @@
+//! Reading tokenized text: one sentence per line, words separated by whitespace, `<eos>` appended.
+
+use std::path::Path;
+
+use crate::{io_err, Error, Result, Vocab};
+
+/// Reads a text file as a list of lines, with a clear error when it is missing.
+fn read_text(path: &Path) -> Result<String> {
+    if !path.exists() {
+        return Err(Error::Invalid(format!(
+            "{}: no such file (for PTB run `fastsoftmax data fetch ptb` first)",
+            path.display()
+        )));
+    }
+    std::fs::read_to_string(path).map_err(io_err(path))
+}
+
+/// Builds the training vocabulary of a file (every word it contains, plus `<unk>` and `<eos>`).
+pub fn vocab_of_file(path: &Path) -> Result<Vocab> {
+    let text = read_text(path)?;
+    let vocab = Vocab::from_counts(text.split_whitespace())?;
+    if vocab.len() <= 2 {
+        return Err(Error::Invalid(format!(
+            "{}: the file has no words; a training text needs at least one tokenized sentence per line",
+            path.display()
+        )));
+    }
+    Ok(vocab)
+}
+
+/// Reads a file into token ids; unknown words become `<unk>`, each line ends with `<eos>`.
+/// Blank lines are skipped. Errors when the file holds no words at all.
+pub fn read_tokens(path: &Path, vocab: &Vocab) -> Result<Vec<u32>> {
+    let text = read_text(path)?;
+    let tokens = encode_text(&text, vocab);
+    if tokens.is_empty() {
+        return Err(Error::Invalid(format!(
+            "{}: the file has no words (empty or only whitespace); give a text with one tokenized sentence per line",
+            path.display()
+        )));
+    }
+    Ok(tokens)
+}
+
+/// Encodes text already in memory, line by line (blank lines skipped).
+pub fn encode_text(text: &str, vocab: &Vocab) -> Vec<u32> {
+    let mut tokens = Vec::with_capacity(text.len() / 5);
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        vocab.encode_line(line, &mut tokens);
+    }
+    tokens
+}
+
+/// Share of tokens that are `<unk>`: a quick check that a foreign text fits the vocabulary.
+pub fn unk_rate(tokens: &[u32], vocab: &Vocab) -> f64 {
+    if tokens.is_empty() {
+        return 0.0;
+    }
+    tokens.iter().filter(|&&t| t == vocab.unk()).count() as f64 / tokens.len() as f64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_lines_with_eos_and_unk() {
+        let dir = tempfile::tempdir().unwrap();
+        let train = dir.path().join("train.txt");
+        std::fs::write(&train, " the cat sat \n\n the dog \n").unwrap();
+        let vocab = vocab_of_file(&train).unwrap();
+        let test = dir.path().join("test.txt");
+        std::fs::write(&test, "the bird sat\n").unwrap();
+        let ids = read_tokens(&test, &vocab).unwrap();
+        let words: Vec<&str> = ids.iter().map(|&i| vocab.word(i)).collect();
+        assert_eq!(words, ["the", "<unk>", "sat", "<eos>"]);
+        assert!((unk_rate(&ids, &vocab) - 0.25).abs() < 1e-12);
+    }
+
+    #[test]
+    fn empty_and_missing_files_are_clear_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        let empty = dir.path().join("empty.txt");
+        std::fs::write(&empty, "  \n\n").unwrap();
+        let vocab = Vocab::from_words(vec!["a".into()]).unwrap();
+        let err = read_tokens(&empty, &vocab).unwrap_err().to_string();
+        assert!(err.contains("no words"), "{err}");
+        let err = read_tokens(&dir.path().join("nope.txt"), &vocab)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("no such file"), "{err}");
+        assert!(vocab_of_file(&empty).is_err());
+    }
+}

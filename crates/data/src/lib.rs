@@ -1,0 +1,36 @@
+//! Corpora, vocabularies and batching for fastsoftmax.
+//!
+//! - [`corpus`]: read any whitespace-tokenized text (one sentence per line) into ids.
+//! - [`batch`]: split a token stream into parallel streams and truncated-BPTT windows.
+//! - [`ptb`]: fetch and verify the Penn Treebank (Mikolov's 10k-word version).
+
+pub mod batch;
+pub mod corpus;
+pub mod ptb;
+
+pub use fastsoftmax_infer::vocab::{Vocab, EOS, UNK};
+
+use std::path::PathBuf;
+
+/// Errors of the data layer; each names the file and what to do.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{0}")]
+    Invalid(String),
+    #[error(transparent)]
+    Engine(#[from] fastsoftmax_infer::Error),
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+pub(crate) fn io_err(path: impl Into<PathBuf>) -> impl FnOnce(std::io::Error) -> Error {
+    let path = path.into();
+    move |source| Error::Io { path, source }
+}
