@@ -52,7 +52,8 @@ pub struct TrainConfig {
     pub bptt: usize,
     /// Clip the global gradient norm to this value.
     pub clip_norm: f64,
-    /// Seed of parameter initialisation and dropout.
+    /// Seed of parameter initialisation and dropout (burn keeps one RNG per device: do not
+    /// initialise other models on the same device concurrently if runs must repeat exactly).
     pub seed: u64,
 }
 
