@@ -130,7 +130,7 @@ fn time_head(head: &dyn SoftmaxHead, c: &Contexts, repeats: usize) -> (f64, f64)
 fn median(v: &mut [f64]) -> f64 {
     v.sort_by(f64::total_cmp);
     let m = v.len() / 2;
-    if v.len() % 2 == 1 {
+    if !v.len().is_multiple_of(2) {
         v[m]
     } else {
         (v[m - 1] + v[m]) / 2.0
@@ -159,19 +159,18 @@ pub fn bench_heads(
             let mut got = TopK::new(K_MAX);
             let (mut p1, mut p5, mut a1, mut a5, mut a10, mut cost) =
                 (0usize, 0usize, 0, 0, 0, 0usize);
-            for i in 0..n {
+            for (i, (exact, &truth)) in exact.iter().zip(&c.next).enumerate() {
                 let h = c.get(i);
                 head.top_k_into(h, K_MAX, &mut got);
                 cost += head.cost(h);
                 let g: Vec<u32> = got.ids().collect();
-                let e: Vec<u32> = exact[i].ids().collect();
+                let e: Vec<u32> = exact.ids().collect();
                 p1 += (g.first() == e.first()) as usize;
                 p5 += g
                     .iter()
                     .take(5)
                     .filter(|id| e[..5.min(e.len())].contains(id))
                     .count();
-                let truth = c.next[i];
                 let rank = g.iter().position(|&id| id == truth);
                 a1 += matches!(rank, Some(r) if r < 1) as usize;
                 a5 += matches!(rank, Some(r) if r < 5) as usize;

@@ -78,7 +78,7 @@ impl PackedMatrix {
     /// Packs row-major `rows` `[n, d]` with `bias` `[n]`. `ids` maps row → word id.
     /// Lengths are the caller's contract (checked by the head that builds it).
     pub fn new(rows: &[f32], bias: &[f32], d: usize, ids: Option<Vec<u32>>) -> Self {
-        assert!(d > 0 && rows.len() % d == 0, "rows must be [n, d]");
+        assert!(d > 0 && rows.len().is_multiple_of(d), "rows must be [n, d]");
         let n_rows = rows.len() / d;
         assert_eq!(bias.len(), n_rows, "bias must be [n]");
         if let Some(ids) = &ids {
