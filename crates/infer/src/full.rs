@@ -15,7 +15,11 @@ pub struct FullHead {
 impl FullHead {
     /// `weight` is row-major `[vocab, d]`, `bias` is `[vocab]`; all values must be finite.
     pub fn new(weight: &[f32], bias: &[f32], d: usize) -> Result<Self> {
-        if d == 0 || weight.is_empty() || !weight.len().is_multiple_of(d) || weight.len() / d != bias.len() {
+        if d == 0
+            || weight.is_empty()
+            || !weight.len().is_multiple_of(d)
+            || weight.len() / d != bias.len()
+        {
             return Err(Error::Invalid(format!(
                 "full head: weight has {} values and bias {}, which is not [vocab, {d}] and [vocab]",
                 weight.len(),
