@@ -172,4 +172,19 @@ fn train_eval_bench_predict() {
         "cuda",
     ]);
     assert!(!ok && err.contains("unknown backend"), "{err}");
+    #[cfg(not(feature = "ndarray"))]
+    {
+        let (ok, _, err) = cli(&[
+            "train-lm",
+            "--config",
+            &s("config.json"),
+            "--data",
+            &s(""),
+            "--out",
+            &s("m3"),
+            "--backend",
+            "ndarray",
+        ]);
+        assert!(!ok && err.contains("--features ndarray"), "{err}");
+    }
 }
