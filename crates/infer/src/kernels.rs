@@ -226,6 +226,18 @@ impl PackedMatrix {
     }
 }
 
+/// One panel `[d, PANEL]` against one context `[d]`: 16 scores, no horizontal sums.
+#[inline(always)]
+fn panel_scores(panel: &[f32], h: &[f32]) -> [f32; PANEL] {
+    let mut acc = [0.0f32; PANEL];
+    for (col, &hj) in panel.chunks_exact(PANEL).zip(h) {
+        for (a, w) in acc.iter_mut().zip(col) {
+            *a += w * hj;
+        }
+    }
+    acc
+}
+
 /// Portable batch-1 group kernel (auto-vectorised for whatever the target allows).
 #[inline(always)]
 fn group_scores_portable(
@@ -235,16 +247,8 @@ fn group_scores_portable(
     count: usize,
     out: &mut [f32; GROUP * PANEL],
 ) {
-    for g in 0..count {
-        let panel = &p[g * d * PANEL..(g + 1) * d * PANEL];
-        let mut acc = [0.0f32; PANEL];
-        for (j, &hj) in h.iter().enumerate() {
-            let col = &panel[j * PANEL..(j + 1) * PANEL];
-            for (a, w) in acc.iter_mut().zip(col) {
-                *a += w * hj;
-            }
-        }
-        out[g * PANEL..(g + 1) * PANEL].copy_from_slice(&acc);
+    for (g, panel) in p.chunks_exact(d * PANEL).take(count).enumerate() {
+        out[g * PANEL..(g + 1) * PANEL].copy_from_slice(&panel_scores(panel, h));
     }
 }
 
@@ -258,18 +262,9 @@ fn tile_scores_portable(
     nq: usize,
     tile: &mut [[f32; 2 * PANEL]; QTILE],
 ) {
-    for q in 0..nq {
-        let h = &hs[q * d..(q + 1) * d];
-        for g in 0..np {
-            let panel = &w[g * d * PANEL..(g + 1) * d * PANEL];
-            let mut acc = [0.0f32; PANEL];
-            for (j, &hj) in h.iter().enumerate() {
-                let col = &panel[j * PANEL..(j + 1) * PANEL];
-                for (a, w) in acc.iter_mut().zip(col) {
-                    *a += w * hj;
-                }
-            }
-            tile[q][g * PANEL..(g + 1) * PANEL].copy_from_slice(&acc);
+    for (h, row) in hs.chunks_exact(d).zip(tile.iter_mut()).take(nq) {
+        for (g, panel) in w.chunks_exact(d * PANEL).take(np).enumerate() {
+            row[g * PANEL..(g + 1) * PANEL].copy_from_slice(&panel_scores(panel, h));
         }
     }
 }
