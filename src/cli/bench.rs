@@ -32,35 +32,46 @@ pub struct BenchArgs {
 }
 
 pub fn run(a: BenchArgs) -> anyhow::Result<()> {
+    let lm = LanguageModel::load(&a.model)?;
+    let tokens = fastsoftmax_data::corpus::read_tokens(&a.text, lm.vocab())?;
     let reports = bench(
+        &lm,
         &a.model,
+        &tokens,
         &a.text,
         &a.heads,
         a.max_contexts,
         a.repeats,
         a.save_contexts.as_deref(),
     )?;
-    if a.json {
-        for r in &reports {
+    print_reports(&reports, a.json)
+}
+
+/// The table, or one JSON object per head.
+pub fn print_reports(reports: &[HeadReport], json: bool) -> anyhow::Result<()> {
+    if json {
+        for r in reports {
             println!("{}", serde_json::to_string(r)?);
         }
     } else {
-        print_table(&reports);
+        print_table(reports);
     }
     Ok(())
 }
 
-/// Runs the benchmark (shared with `quickstart`).
+/// Runs the benchmark of `lm` (loaded from `model`) on `tokens` (read from `text`); shared
+/// with `quickstart`.
+#[allow(clippy::too_many_arguments)]
 pub fn bench(
+    lm: &LanguageModel,
     model: &Path,
+    tokens: &[u32],
     text: &Path,
     names: &[String],
     max_contexts: usize,
     repeats: usize,
     save_contexts: Option<&Path>,
 ) -> anyhow::Result<Vec<HeadReport>> {
-    let lm = LanguageModel::load(model)?;
-    let tokens = fastsoftmax_data::corpus::read_tokens(text, lm.vocab())?;
     let names = if names.is_empty() {
         heads::available(model)
     } else {
@@ -68,9 +79,9 @@ pub fn bench(
     };
     let loaded = names
         .iter()
-        .map(|n| heads::load(n, model, &lm))
+        .map(|n| heads::load(n, model, lm))
         .collect::<Result<Vec<_>, _>>()?;
-    let contexts = eval::collect_contexts(&lm, &tokens, max_contexts)?;
+    let contexts = eval::collect_contexts(lm, tokens, max_contexts)?;
     if let Some(path) = save_contexts {
         write_npy(path, &contexts.hs, [contexts.len(), contexts.d])?;
     }

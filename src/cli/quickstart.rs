@@ -30,13 +30,6 @@ pub fn run(a: QuickstartArgs) -> anyhow::Result<()> {
         "{}: test perplexity {ppl:.2} over {n} tokens",
         a.model.display()
     );
-    let reports = super::bench::bench(&a.model, &test, &[], a.max_contexts, 5, None)?;
-    if a.json {
-        for r in &reports {
-            println!("{}", serde_json::to_string(r)?);
-        }
-    } else {
-        super::bench::print_table(&reports);
-    }
-    Ok(())
+    let reports = super::bench::bench(&lm, &a.model, &tokens, &test, &[], a.max_contexts, 5, None)?;
+    super::bench::print_reports(&reports, a.json)
 }
