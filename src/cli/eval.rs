@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::Args;
-use fastsoftmax_infer::{eval, LanguageModel};
+use fastsoftmax_infer::{eval, L2sHead, LanguageModel, LowRank};
 
 #[derive(Args, Debug)]
 pub struct EvalArgs {
@@ -14,6 +14,19 @@ pub struct EvalArgs {
     /// Text to score: one tokenized sentence per line (words outside the vocabulary count as <unk>).
     #[arg(long)]
     text: PathBuf,
+    /// Also score with a screening head (e.g. `l2s`): exact logits for its candidates, a
+    /// low-rank approximation for every other word (the L2S paper's Table 6).
+    #[arg(long)]
+    head: Option<String>,
+    /// Rank of the SVD approximation used outside the candidate set.
+    #[arg(long, default_value_t = 20)]
+    fallback_rank: usize,
+    /// With --head: score at most N predictions (timed passes repeat over them).
+    #[arg(long, default_value_t = usize::MAX)]
+    max_contexts: usize,
+    /// With --head: timed passes per softmax; medians are reported.
+    #[arg(long, default_value_t = 3)]
+    repeats: usize,
     /// Print one JSON object instead of a sentence.
     #[arg(long)]
     json: bool,
@@ -22,6 +35,9 @@ pub struct EvalArgs {
 pub fn run(a: EvalArgs) -> anyhow::Result<()> {
     let lm = LanguageModel::load(&a.model)?;
     let tokens = fastsoftmax_data::corpus::read_tokens(&a.text, lm.vocab())?;
+    if let Some(name) = &a.head {
+        return screened(&a, &lm, &tokens, name);
+    }
     let unk = fastsoftmax_data::corpus::unk_rate(&tokens, lm.vocab());
     let (ppl, n) =
         eval::perplexity(&lm, &tokens).with_context(|| format!("scoring {}", a.text.display()))?;
@@ -36,6 +52,33 @@ pub fn run(a: EvalArgs) -> anyhow::Result<()> {
             unk * 100.0,
             a.model.display(),
             a.text.display()
+        );
+    }
+    Ok(())
+}
+
+/// Exact against screened + low-rank perplexity, both timed.
+fn screened(a: &EvalArgs, lm: &LanguageModel, tokens: &[u32], name: &str) -> anyhow::Result<()> {
+    let dir = a.model.join("heads").join(name);
+    let head = L2sHead::load(&dir, lm)
+        .with_context(|| format!("--head {name} must be an L2S head in {}", dir.display()))?;
+    let fallback = LowRank::new(lm.full_head(), a.fallback_rank)?;
+    let r = eval::screened_perplexity(lm, &head, &fallback, tokens, a.max_contexts, a.repeats)?;
+    if a.json {
+        println!("{}", serde_json::to_string(&r)?);
+    } else {
+        println!(
+            "{} tokens of {}: exact perplexity {:.2} at {:.1} µs/token; {} + rank-{} fallback {:.2} at {:.1} µs/token ({:.2}× faster, {:.2}× fewer FLOPs)",
+            r.tokens,
+            a.text.display(),
+            r.ppl_full,
+            r.us_per_token_full,
+            r.head,
+            r.rank,
+            r.ppl_head,
+            r.us_per_token_head,
+            r.speedup,
+            r.flop_speedup
         );
     }
     Ok(())

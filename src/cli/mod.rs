@@ -3,9 +3,11 @@
 mod bench;
 mod data;
 mod eval;
+mod plot;
 mod predict;
 mod quickstart;
 mod train;
+mod train_head;
 
 use clap::{Parser, Subcommand};
 
@@ -23,10 +25,14 @@ enum Command {
     Data(data::DataArgs),
     /// Train an LSTM/GRU language model from a JSON config and export it for the engine.
     TrainLm(train::TrainLmArgs),
+    /// Train a fast softmax head (`train-head l2s`) for a model; saved under MODEL/heads/NAME.
+    TrainHead(train_head::TrainHeadArgs),
     /// Perplexity of a model on a tokenized text.
     Eval(eval::EvalArgs),
     /// Precision, accuracy and speed of softmax heads against the exact full softmax.
     Bench(bench::BenchArgs),
+    /// Precision-versus-speedup figures (PNG + SVG) from `bench --json` rows.
+    Plot(plot::PlotArgs),
     /// The most likely next words after a prompt.
     Predict(predict::PredictArgs),
     /// Fetch PTB if needed, load the shipped model, and print the speedup table.
@@ -37,8 +43,10 @@ pub fn run() -> anyhow::Result<()> {
     match Cli::parse().command {
         Command::Data(a) => data::run(a),
         Command::TrainLm(a) => train::run(a),
+        Command::TrainHead(a) => train_head::run(a),
         Command::Eval(a) => eval::run(a),
         Command::Bench(a) => bench::run(a),
+        Command::Plot(a) => plot::run(a),
         Command::Predict(a) => predict::run(a),
         Command::Quickstart(a) => quickstart::run(a),
     }

@@ -3,8 +3,10 @@
 //! - [`corpus`]: read any whitespace-tokenized text (one sentence per line) into ids.
 //! - [`batch`]: split a token stream into parallel streams and truncated-BPTT windows.
 //! - [`ptb`]: fetch and verify the Penn Treebank (Mikolov's 10k-word version).
+//! - [`brown`]: fetch the Brown corpus and map it to PTB style (out-of-domain test text).
 
 pub mod batch;
+pub mod brown;
 pub mod corpus;
 pub mod ptb;
 

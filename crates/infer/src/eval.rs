@@ -199,3 +199,81 @@ pub fn bench_heads(
         })
         .collect()
 }
+
+/// Perplexity when only a screened candidate set gets exact logits and every other word a
+/// low-rank approximation (the L2S paper's Table 6), against the exact perplexity, with the
+/// time of each softmax (logits + normaliser) measured on the same contexts, single thread.
+#[derive(Debug, Clone, Serialize)]
+pub struct ScreenedPerplexity {
+    pub head: String,
+    pub rank: usize,
+    pub tokens: usize,
+    pub ppl_full: f64,
+    pub ppl_head: f64,
+    pub us_per_token_full: f64,
+    pub us_per_token_head: f64,
+    pub speedup: f64,
+    /// vocab / (clusters + exact candidates + low-rank cost), in length-d dot products.
+    pub flop_speedup: f64,
+}
+
+/// Scores the first `max` predictions of `tokens` both ways; `repeats` timed passes each.
+pub fn screened_perplexity(
+    lm: &LanguageModel,
+    head: &crate::l2s::L2sHead,
+    fallback: &crate::lowrank::LowRank,
+    tokens: &[u32],
+    max: usize,
+    repeats: usize,
+) -> Result<ScreenedPerplexity> {
+    let c = collect_contexts(lm, tokens, max)?;
+    let n = c.len();
+    let vocab = lm.spec().vocab_size;
+    let full = lm.full_head();
+    let mut logits = vec![0.0f32; vocab];
+    let mut q = vec![0.0f32; fallback.rank()];
+    let mut exact_rows = 0usize;
+    let run_full = |logits: &mut [f32]| {
+        (0..n)
+            .map(|i| {
+                full.logits_into(c.get(i), logits);
+                crate::log_sum_exp(logits) - logits[c.next[i] as usize] as f64
+            })
+            .sum::<f64>()
+    };
+    let mut run_head = |logits: &mut [f32], rows: &mut usize| {
+        (0..n)
+            .map(|i| {
+                *rows += head.logits_with_fallback(c.get(i), fallback, &mut q, logits);
+                crate::log_sum_exp(logits) - logits[c.next[i] as usize] as f64
+            })
+            .sum::<f64>()
+    };
+    let (mut t_full, mut t_head) = (Vec::new(), Vec::new());
+    let (mut nll_full, mut nll_head) = (0.0, 0.0);
+    for rep in 0..repeats.max(1) {
+        let t = Instant::now();
+        nll_full = run_full(&mut logits);
+        t_full.push(t.elapsed().as_secs_f64() * 1e6 / n as f64);
+        let t = Instant::now();
+        let mut rows = 0;
+        nll_head = run_head(&mut logits, &mut rows);
+        t_head.push(t.elapsed().as_secs_f64() * 1e6 / n as f64);
+        if rep == 0 {
+            exact_rows = rows;
+        }
+    }
+    let (us_full, us_head) = (median(&mut t_full), median(&mut t_head));
+    let cost = head.n_clusters() as f64 + exact_rows as f64 / n as f64 + fallback.cost();
+    Ok(ScreenedPerplexity {
+        head: head.name().to_string(),
+        rank: fallback.rank(),
+        tokens: n,
+        ppl_full: (nll_full / n as f64).exp(),
+        ppl_head: (nll_head / n as f64).exp(),
+        us_per_token_full: us_full,
+        us_per_token_head: us_head,
+        speedup: us_full / us_head,
+        flop_speedup: vocab as f64 / cost,
+    })
+}

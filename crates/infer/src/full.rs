@@ -1,6 +1,8 @@
 //! The exact full softmax: every word's logit, then top-k. The baseline every speedup is
 //! divided by, so it runs at the memory-bandwidth floor (one pass over the packed matrix).
 
+use std::sync::Arc;
+
 use crate::error::{Error, Result};
 use crate::head::SoftmaxHead;
 use crate::kernels::PackedMatrix;
@@ -9,7 +11,8 @@ use crate::topk::TopK;
 /// Exact top-k over `W [vocab, d]` and `b [vocab]`.
 #[derive(Debug, Clone)]
 pub struct FullHead {
-    matrix: PackedMatrix,
+    /// Shared with the heads that fall back to it (cloning a head is cheap).
+    matrix: Arc<PackedMatrix>,
 }
 
 impl FullHead {
@@ -32,8 +35,13 @@ impl FullHead {
             ));
         }
         Ok(FullHead {
-            matrix: PackedMatrix::new(weight, bias, d, None),
+            matrix: Arc::new(PackedMatrix::new(weight, bias, d, None)),
         })
+    }
+
+    /// The packed output layer `[vocab, d]`.
+    pub fn matrix(&self) -> &Arc<PackedMatrix> {
+        &self.matrix
     }
 
     /// All logits `[vocab]` for context `h` (for perplexity).

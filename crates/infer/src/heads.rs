@@ -1,24 +1,277 @@
-//! Finding heads by name: `full` is the model's own output layer; every other head is trained
-//! into `MODEL_DIR/heads/NAME/` by `fastsoftmax train-head`.
+//! Finding heads by name, and the on-disk format every trained head shares.
+//!
+//! `full` is the model's own output layer. Every other head lives in `MODEL_DIR/heads/NAME/`
+//! (written by `fastsoftmax train-head`) as two files:
+//! - `head.json`: format, version, `kind` (which code reads it), the dimensions, the fingerprint
+//!   of the output layer it was trained for, kind-specific `params`, and a free-form `training`
+//!   record (config, command, metrics);
+//! - `head.safetensors`: its tensors.
+//!
+//! The directory name is the head's name, so several heads of one kind (a budget sweep, say)
+//! can sit side by side. A head trained for another model is refused, never served.
 
-use std::path::Path;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::head::SoftmaxHead;
+use crate::l2s::L2sHead;
 use crate::lm::LanguageModel;
 
-/// Head names this engine can load, in the order `bench` reports them.
-pub const KNOWN: &[&str] = &["full"];
+/// Head kinds this engine can load (besides `full`).
+pub const KINDS: &[&str] = &["l2s"];
+pub const HEAD_MANIFEST: &str = "head.json";
+pub const HEAD_TENSORS: &str = "head.safetensors";
+pub const HEAD_FORMAT: &str = "fastsoftmax-head";
+pub const HEAD_FORMAT_VERSION: u32 = 1;
 
-/// Names of the heads available for the model in `model_dir`: `full` plus trained ones.
+/// `head.json`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct HeadManifest {
+    pub format: String,
+    pub format_version: u32,
+    pub kind: String,
+    pub d: usize,
+    pub vocab_size: usize,
+    /// [`crate::kernels::PackedMatrix::fingerprint`] of the model's output layer, in hex.
+    pub model_fingerprint: String,
+    /// What the kind needs to read its tensors (e.g. the number of clusters).
+    #[serde(default)]
+    pub params: serde_json::Value,
+    /// How the head was made: config, command, metrics. Not read by the engine.
+    #[serde(default)]
+    pub training: serde_json::Value,
+}
+
+impl HeadManifest {
+    pub fn new(kind: &str, lm: &LanguageModel, params: serde_json::Value) -> Self {
+        HeadManifest {
+            format: HEAD_FORMAT.into(),
+            format_version: HEAD_FORMAT_VERSION,
+            kind: kind.into(),
+            d: lm.spec().d_hidden,
+            vocab_size: lm.spec().vocab_size,
+            model_fingerprint: fingerprint(lm),
+            params,
+            training: serde_json::Value::Null,
+        }
+    }
+}
+
+/// Hex fingerprint of `lm`'s output layer.
+pub fn fingerprint(lm: &LanguageModel) -> String {
+    format!("{:016x}", lm.full_head().matrix().fingerprint())
+}
+
+/// A head's tensors, by name: f32 or u32 data with a shape.
+#[derive(Debug, Clone, Default)]
+pub struct Tensors {
+    map: BTreeMap<String, (safetensors::Dtype, Vec<usize>, Vec<u8>)>,
+    /// Where they were read from, for error messages.
+    origin: PathBuf,
+}
+
+impl Tensors {
+    pub fn put_f32(&mut self, name: &str, shape: &[usize], data: &[f32]) {
+        debug_assert_eq!(shape.iter().product::<usize>(), data.len());
+        let bytes = data.iter().flat_map(|x| x.to_le_bytes()).collect();
+        self.map.insert(
+            name.into(),
+            (safetensors::Dtype::F32, shape.to_vec(), bytes),
+        );
+    }
+
+    pub fn put_u32(&mut self, name: &str, data: &[u32]) {
+        let bytes = data.iter().flat_map(|x| x.to_le_bytes()).collect();
+        self.map.insert(
+            name.into(),
+            (safetensors::Dtype::U32, vec![data.len()], bytes),
+        );
+    }
+
+    fn raw(&self, name: &str, dtype: safetensors::Dtype) -> Result<(&[usize], &[u8])> {
+        match self.map.get(name) {
+            Some((t, shape, bytes)) if *t == dtype => Ok((shape, bytes)),
+            Some((t, _, _)) => Err(Error::format(
+                &self.origin,
+                format!("tensor `{name}` is {t:?}, expected {dtype:?}; the file is corrupt or from another tool — retrain the head"),
+            )),
+            None => Err(Error::format(
+                &self.origin,
+                format!("tensor `{name}` is missing; the file is truncated or from another kind of head — retrain it"),
+            )),
+        }
+    }
+
+    /// The f32 tensor `name`, which must have shape `shape`.
+    pub fn f32(&self, name: &str, shape: &[usize]) -> Result<Vec<f32>> {
+        let (s, bytes) = self.raw(name, safetensors::Dtype::F32)?;
+        if s != shape {
+            return Err(Error::format(
+                &self.origin,
+                format!("tensor `{name}` has shape {s:?}, head.json says {shape:?}; the two files do not belong together — retrain the head"),
+            ));
+        }
+        let v: Vec<f32> = bytes
+            .chunks_exact(4)
+            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect();
+        if let Some(i) = v.iter().position(|x| !x.is_finite()) {
+            return Err(Error::format(
+                &self.origin,
+                format!(
+                    "tensor `{name}` holds {} at index {i}; retrain the head",
+                    v[i]
+                ),
+            ));
+        }
+        Ok(v)
+    }
+
+    /// The 1-d u32 tensor `name`.
+    pub fn u32(&self, name: &str) -> Result<Vec<u32>> {
+        let (_, bytes) = self.raw(name, safetensors::Dtype::U32)?;
+        Ok(bytes
+            .chunks_exact(4)
+            .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect())
+    }
+
+    pub fn origin(&self) -> &Path {
+        &self.origin
+    }
+}
+
+/// Writes a head directory atomically: both files (and `extra` files such as the training log)
+/// go to `DIR.tmp/`, which then replaces `DIR`. An interrupted write leaves the old head (or
+/// none), never half of one.
+pub fn save_head(
+    dir: &Path,
+    manifest: &HeadManifest,
+    tensors: &Tensors,
+    extra: &[(&str, &[u8])],
+) -> Result<()> {
+    let tmp = sibling(dir, "tmp");
+    if tmp.exists() {
+        std::fs::remove_dir_all(&tmp).map_err(|e| Error::io(&tmp, e))?;
+    }
+    std::fs::create_dir_all(&tmp).map_err(|e| Error::io(&tmp, e))?;
+    let views: Vec<(String, safetensors::tensor::TensorView<'_>)> = tensors
+        .map
+        .iter()
+        .map(|(n, (t, shape, bytes))| {
+            let view = safetensors::tensor::TensorView::new(*t, shape.clone(), bytes)
+                .expect("shape and byte length agree by construction");
+            (n.clone(), view)
+        })
+        .collect();
+    let bytes = safetensors::serialize(views, &None)
+        .map_err(|e| Error::format(dir.join(HEAD_TENSORS), e.to_string()))?;
+    std::fs::write(tmp.join(HEAD_TENSORS), bytes).map_err(|e| Error::io(&tmp, e))?;
+    let json = serde_json::to_vec_pretty(manifest).expect("manifest serializes");
+    std::fs::write(tmp.join(HEAD_MANIFEST), json).map_err(|e| Error::io(&tmp, e))?;
+    for (name, bytes) in extra {
+        std::fs::write(tmp.join(name), bytes).map_err(|e| Error::io(tmp.join(name), e))?;
+    }
+    let old = sibling(dir, "old");
+    if dir.exists() {
+        if old.exists() {
+            std::fs::remove_dir_all(&old).map_err(|e| Error::io(&old, e))?;
+        }
+        std::fs::rename(dir, &old).map_err(|e| Error::io(dir, e))?;
+    }
+    std::fs::rename(&tmp, dir).map_err(|e| Error::io(dir, e))?;
+    if old.exists() {
+        std::fs::remove_dir_all(&old).map_err(|e| Error::io(&old, e))?;
+    }
+    Ok(())
+}
+
+fn sibling(dir: &Path, suffix: &str) -> PathBuf {
+    let mut p = dir.to_path_buf();
+    p.as_mut_os_string().push(format!(".{suffix}"));
+    p
+}
+
+/// Reads and checks a head directory against the model it will serve.
+pub fn read_head(dir: &Path, lm: &LanguageModel) -> Result<(HeadManifest, Tensors)> {
+    let mpath = dir.join(HEAD_MANIFEST);
+    let text = std::fs::read(&mpath).map_err(|e| Error::io(&mpath, e))?;
+    let m: HeadManifest = serde_json::from_slice(&text).map_err(|e| {
+        Error::format(
+            &mpath,
+            format!("not a valid head manifest ({e}); retrain the head"),
+        )
+    })?;
+    if m.format != HEAD_FORMAT || m.format_version != HEAD_FORMAT_VERSION {
+        return Err(Error::format(
+            &mpath,
+            format!(
+                "format {} v{} is not supported (this engine reads {HEAD_FORMAT} v{HEAD_FORMAT_VERSION}); retrain the head with this version",
+                m.format, m.format_version
+            ),
+        ));
+    }
+    if m.d != lm.spec().d_hidden || m.vocab_size != lm.spec().vocab_size {
+        return Err(Error::format(
+            &mpath,
+            format!(
+                "the head is for contexts of {} and {} words, the model has {} and {}; train a head for this model",
+                m.d,
+                m.vocab_size,
+                lm.spec().d_hidden,
+                lm.spec().vocab_size
+            ),
+        ));
+    }
+    if m.model_fingerprint != fingerprint(lm) {
+        return Err(Error::format(
+            &mpath,
+            format!(
+                "the head was trained for another model (output-layer fingerprint {} ≠ {}); retrain it for this model with `fastsoftmax train-head`",
+                m.model_fingerprint,
+                fingerprint(lm)
+            ),
+        ));
+    }
+    let tpath = dir.join(HEAD_TENSORS);
+    let bytes = std::fs::read(&tpath).map_err(|e| Error::io(&tpath, e))?;
+    let st = safetensors::SafeTensors::deserialize(&bytes).map_err(|e| {
+        Error::format(
+            &tpath,
+            format!("not a readable safetensors file ({e}); it is truncated or corrupt — retrain the head"),
+        )
+    })?;
+    let mut tensors = Tensors {
+        origin: tpath.clone(),
+        ..Tensors::default()
+    };
+    for (name, view) in st.tensors() {
+        tensors.map.insert(
+            name,
+            (view.dtype(), view.shape().to_vec(), view.data().to_vec()),
+        );
+    }
+    Ok((m, tensors))
+}
+
+/// The kind recorded in `dir/head.json`, if it is a readable head directory.
+fn kind_of(dir: &Path) -> Option<String> {
+    let text = std::fs::read(dir.join(HEAD_MANIFEST)).ok()?;
+    let m: HeadManifest = serde_json::from_slice(&text).ok()?;
+    Some(m.kind)
+}
+
+/// Names of the heads available for the model in `model_dir`: `full`, then trained ones by name.
 pub fn available(model_dir: &Path) -> Vec<String> {
     let mut names = vec!["full".to_string()];
     if let Ok(entries) = std::fs::read_dir(model_dir.join("heads")) {
         let mut trained: Vec<String> = entries
             .filter_map(|e| e.ok())
-            .filter(|e| e.path().is_dir())
+            .filter(|e| kind_of(&e.path()).is_some_and(|k| KINDS.contains(&k.as_str())))
             .filter_map(|e| e.file_name().into_string().ok())
-            .filter(|n| KNOWN.contains(&n.as_str()))
             .collect();
         trained.sort();
         names.extend(trained);
@@ -32,20 +285,32 @@ pub fn load<'a>(
     model_dir: &Path,
     lm: &'a LanguageModel,
 ) -> Result<Box<dyn SoftmaxHead + 'a>> {
-    match name {
-        "full" => Ok(Box::new(lm.full_head().clone())),
-        other => {
-            let dir = model_dir.join("heads").join(other);
-            Err(Error::Invalid(format!(
-                "no head named {other:?} for this model: {} {}; available: {}",
-                dir.display(),
-                if dir.exists() {
-                    "is of a kind this engine does not know"
-                } else {
-                    "does not exist (train it with `fastsoftmax train-head`)"
-                },
-                available(model_dir).join(", ")
-            )))
-        }
+    if name == "full" {
+        return Ok(Box::new(lm.full_head().clone()));
+    }
+    let dir = model_dir.join("heads").join(name);
+    match kind_of(&dir).as_deref() {
+        Some("l2s") => Ok(Box::new(L2sHead::load(&dir, lm)?)),
+        Some(kind) => Err(Error::format(
+            dir.join(HEAD_MANIFEST),
+            format!(
+                "head kind {kind:?} is not one this engine knows ({}); update fastsoftmax",
+                KINDS.join(", ")
+            ),
+        )),
+        // A manifest that does not parse: let read_head say exactly why.
+        None if dir.join(HEAD_MANIFEST).exists() => Err(read_head(&dir, lm)
+            .err()
+            .unwrap_or_else(|| Error::Invalid(format!("{}: unreadable head", dir.display())))),
+        None => Err(Error::Invalid(format!(
+            "no head named {name:?} for this model: {} {}; available: {}",
+            dir.display(),
+            if dir.exists() {
+                "has no head.json"
+            } else {
+                "does not exist (train it with `fastsoftmax train-head`)"
+            },
+            available(model_dir).join(", ")
+        ))),
     }
 }

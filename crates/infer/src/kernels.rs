@@ -20,6 +20,21 @@ const GROUP: usize = 4;
 /// Contexts per tile at batch > 1.
 const QTILE: usize = 8;
 
+/// Seeded pseudo-random values in [-1, 1): the fixtures of tests and benches.
+pub fn seeded_values(n: usize, seed: u64) -> Vec<f32> {
+    let mut s = seed
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
+    (0..n)
+        .map(|_| {
+            s = s
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((s >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+        })
+        .collect()
+}
+
 /// Plain dot product, the reference for every optimized kernel.
 pub fn dot_naive(a: &[f32], b: &[f32]) -> f32 {
     a.iter().zip(b).map(|(x, y)| x * y).sum()
@@ -121,12 +136,62 @@ impl PackedMatrix {
         self.panels.len() * 4
     }
 
+    /// Word id of row `row`.
     #[inline]
-    fn id(&self, row: usize) -> u32 {
+    pub fn id(&self, row: usize) -> u32 {
         match &self.ids {
             Some(ids) => ids[row],
             None => row as u32,
         }
+    }
+
+    /// Row `i` of the original matrix `[d]` (unpacked).
+    pub fn row(&self, i: usize) -> Vec<f32> {
+        let (p, r) = (i / PANEL, i % PANEL);
+        (0..self.d)
+            .map(|j| self.panels[(p * self.d + j) * PANEL + r])
+            .collect()
+    }
+
+    /// Bias of row `i`.
+    pub fn bias(&self, i: usize) -> f32 {
+        self.bias[i]
+    }
+
+    /// A new packed matrix of the rows `rows` (in that order), each mapped to its word id.
+    pub fn gather(&self, rows: &[u32]) -> PackedMatrix {
+        let mut w = Vec::with_capacity(rows.len() * self.d);
+        let mut b = Vec::with_capacity(rows.len());
+        for &r in rows {
+            w.extend(self.row(r as usize));
+            b.push(self.bias[r as usize]);
+        }
+        let ids = rows.iter().map(|&r| self.id(r as usize)).collect();
+        PackedMatrix::new(&w, &b, self.d, Some(ids))
+    }
+
+    /// The highest-scoring row `W[i]·h + b[i]` and its logit (the first on ties).
+    pub fn argmax(&self, h: &[f32]) -> (usize, f32) {
+        let mut best = (0, f32::NEG_INFINITY);
+        self.for_each_group(h, |base, logits| {
+            for (r, &l) in logits.iter().enumerate() {
+                if l > best.1 {
+                    best = (base + r, l);
+                }
+            }
+        });
+        best
+    }
+
+    /// A cheap content hash (FNV-1a over the packed weights and bias): heads record the hash of
+    /// the output layer they were trained for, so a head is never served with another model.
+    pub fn fingerprint(&self) -> u64 {
+        let mut h: u64 = 0xcbf29ce484222325;
+        for x in self.panels.iter().chain(&self.bias[..self.n_rows]) {
+            h ^= x.to_bits() as u64;
+            h = h.wrapping_mul(0x100000001b3);
+        }
+        h ^ (self.n_rows as u64) << 32 ^ self.d as u64
     }
 
     /// Scores of panels `first..first+count` (count ≤ GROUP) against `h`, without bias, into `out`.
@@ -172,6 +237,16 @@ impl PackedMatrix {
                 if logit > thr {
                     out.push(self.id(base + r), logit);
                 }
+            }
+        });
+    }
+
+    /// `f(row, logit)` for every real row (padding skipped).
+    pub fn for_each_logit(&self, h: &[f32], mut f: impl FnMut(usize, f32)) {
+        let n = self.n_rows;
+        self.for_each_group(h, |base, logits| {
+            for (r, &l) in logits.iter().enumerate().take(n.saturating_sub(base)) {
+                f(base + r, l);
             }
         });
     }
@@ -392,22 +467,8 @@ mod avx512 {
 
 #[cfg(test)]
 mod tests {
+    use super::seeded_values as values;
     use super::*;
-
-    /// Seeded pseudo-random values in [-1, 1).
-    pub(crate) fn values(n: usize, seed: u64) -> Vec<f32> {
-        let mut s = seed
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        (0..n)
-            .map(|_| {
-                s = s
-                    .wrapping_mul(6364136223846793005)
-                    .wrapping_add(1442695040888963407);
-                ((s >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
-            })
-            .collect()
-    }
 
     fn check(n: usize, d: usize, simd: Option<Simd>) {
         let w = values(n * d, 1);

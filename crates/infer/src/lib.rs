@@ -25,7 +25,9 @@ pub mod full;
 pub mod head;
 pub mod heads;
 pub mod kernels;
+pub mod l2s;
 pub mod lm;
+pub mod lowrank;
 pub mod topk;
 pub mod vocab;
 
@@ -33,7 +35,9 @@ pub use artifact::{Cell, LmSpec, LmWeights};
 pub use error::{Error, Result};
 pub use full::{FullHead, NaiveFullHead};
 pub use head::{check_k, check_query, SoftmaxHead};
+pub use l2s::L2sHead;
 pub use lm::{LanguageModel, LmState};
+pub use lowrank::LowRank;
 pub use topk::{Scored, TopK};
 pub use vocab::Vocab;
 

@@ -10,7 +10,7 @@ pub struct Scored {
 /// Keeps the `k` highest logits pushed into it. Ties keep the earlier push (the lower id when
 /// rows are scanned in id order), so every head breaks ties the same way as the reference.
 /// Capacity is reserved up front; pushing never allocates.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct TopK {
     k: usize,
     /// Sorted by logit, descending; `len <= k`.

@@ -4,11 +4,13 @@
 //! - [`lm`]: LSTM/GRU language models (embedding → recurrent layers → linear output).
 //! - [`train`]: truncated-BPTT training with global-norm clipping, checkpoints and resume.
 //! - [`export`]: burn model → the engine's artifact (`fastsoftmax_infer::artifact`).
+//! - [`l2s`]: training the L2S screening head (k-means, Gumbel straight-through, knapsack).
 //! - [`backend`]: choosing the burn device at run time.
 
 pub mod backend;
 pub mod config;
 pub mod export;
+pub mod l2s;
 pub mod lm;
 pub mod train;
 

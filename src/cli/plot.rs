@@ -1,0 +1,227 @@
+//! `fastsoftmax plot`: precision-versus-speedup curves (the L2S paper's Figures 2–7) from the
+//! JSON rows `bench --json` prints, as PNG and SVG.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use clap::Args;
+use plotters::coord::Shift;
+use plotters::prelude::*;
+
+#[derive(Args, Debug)]
+pub struct PlotArgs {
+    /// JSON rows from `bench --json` (one object per line; several files may be given).
+    #[arg(long, required = true, num_args = 1..)]
+    input: Vec<PathBuf>,
+    /// Field on the x axis (log scale).
+    #[arg(long, default_value = "speedup_b1")]
+    x: String,
+    /// Fields on the y axis: one figure per field, written as OUT-FIELD.{png,svg}.
+    #[arg(long, value_delimiter = ',', default_value = "p_at_1,p_at_5")]
+    y: Vec<String>,
+    /// Output path without extension.
+    #[arg(long)]
+    out: PathBuf,
+    /// Figure title.
+    #[arg(long, default_value = "")]
+    title: String,
+}
+
+/// One curve: points sorted by x.
+#[derive(Debug, Clone)]
+pub struct Series {
+    pub name: String,
+    pub points: Vec<(f64, f64)>,
+}
+
+/// The curve a head belongs to: its name without a trailing knob setting `-b<number>` (so
+/// `l2s-r100-b50` and `l2s-r100-b200` form the curve `l2s-r100`).
+pub fn series_of(head: &str) -> &str {
+    match head.rfind("-b") {
+        Some(i) if head[i + 2..].parse::<f64>().is_ok() => &head[..i],
+        _ => head,
+    }
+}
+
+pub fn run(a: PlotArgs) -> anyhow::Result<()> {
+    let mut rows: Vec<serde_json::Value> = Vec::new();
+    for path in &a.input {
+        let text =
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        for (i, line) in text
+            .lines()
+            .enumerate()
+            .filter(|(_, l)| !l.trim().is_empty())
+        {
+            rows.push(serde_json::from_str(line).with_context(|| {
+                format!(
+                    "{}:{}: not a JSON row from `bench --json`",
+                    path.display(),
+                    i + 1
+                )
+            })?);
+        }
+    }
+    if rows.is_empty() {
+        anyhow::bail!(
+            "no rows in {:?}; run `bench --json` into them first",
+            a.input
+        );
+    }
+    for y in &a.y {
+        let mut curves: BTreeMap<String, Vec<(f64, f64)>> = BTreeMap::new();
+        for r in &rows {
+            let head = r["head"].as_str().unwrap_or("?");
+            let (Some(xv), Some(yv)) = (r[&a.x].as_f64(), r[y].as_f64()) else {
+                anyhow::bail!("row of {head} lacks numeric fields {:?} and {y:?}", a.x);
+            };
+            curves
+                .entry(series_of(head).to_string())
+                .or_default()
+                .push((xv, yv));
+        }
+        let series: Vec<Series> = curves
+            .into_iter()
+            .map(|(name, mut points)| {
+                points.sort_by(|p, q| p.0.total_cmp(&q.0));
+                Series { name, points }
+            })
+            .collect();
+        let mut stem = a.out.clone().into_os_string();
+        stem.push(format!("-{y}"));
+        let label = match y.as_str() {
+            "p_at_1" => "precision@1".to_string(),
+            "p_at_5" => "precision@5".to_string(),
+            other => other.to_string(),
+        };
+        let xlabel = format!("{} (log scale)", a.x.replace('_', " "));
+        line_plot(Path::new(&stem), &a.title, &xlabel, &label, &series)?;
+        eprintln!("wrote {}.png and .svg", Path::new(&stem).display());
+    }
+    Ok(())
+}
+
+const FONT: &[u8] = include_bytes!("../../assets/fonts/DejaVuSans.ttf");
+const SIZE: (u32, u32) = (900, 600);
+
+/// Draws `series` (log-scale x) into `STEM.png` and `STEM.svg`, each written atomically.
+pub fn line_plot(
+    stem: &Path,
+    title: &str,
+    x_desc: &str,
+    y_desc: &str,
+    series: &[Series],
+) -> anyhow::Result<()> {
+    static FONT_ONCE: std::sync::Once = std::sync::Once::new();
+    FONT_ONCE.call_once(|| {
+        // The bundled font is valid; if registration ever failed, text would just be missing.
+        let _ = plotters::style::register_font("sans-serif", FontStyle::Normal, FONT);
+    });
+    let points = || series.iter().flat_map(|s| s.points.iter().copied());
+    if points().next().is_none() {
+        anyhow::bail!("nothing to plot");
+    }
+    let (mut x0, mut x1, mut y0, mut y1) = (f64::MAX, f64::MIN, f64::MAX, f64::MIN);
+    for (x, y) in points() {
+        (x0, x1, y0, y1) = (x0.min(x), x1.max(x), y0.min(y), y1.max(y));
+    }
+    let (x0, x1) = ((x0 * 0.8).max(1e-3), x1 * 1.25);
+    let pad = ((y1 - y0) * 0.08).max(1e-3);
+    let (y0, y1) = (y0 - pad, y1 + pad);
+    let ranges = (x0, x1, y0, y1);
+
+    let mut svg = String::new();
+    draw(
+        SVGBackend::with_string(&mut svg, SIZE).into_drawing_area(),
+        title,
+        x_desc,
+        y_desc,
+        series,
+        ranges,
+    )?;
+    fastsoftmax_infer::artifact::write_atomic(&stem.with_extension("svg"), svg.as_bytes())?;
+    // The bitmap backend picks its encoder from the extension: render to a temporary .png.
+    let mut tmp = stem.as_os_str().to_owned();
+    tmp.push(".tmp.png");
+    let tmp = PathBuf::from(tmp);
+    draw(
+        BitMapBackend::new(&tmp, SIZE).into_drawing_area(),
+        title,
+        x_desc,
+        y_desc,
+        series,
+        ranges,
+    )?;
+    std::fs::rename(&tmp, stem.with_extension("png"))
+        .with_context(|| format!("writing {}", stem.with_extension("png").display()))?;
+    Ok(())
+}
+
+fn draw<DB: DrawingBackend>(
+    root: DrawingArea<DB, Shift>,
+    title: &str,
+    x_desc: &str,
+    y_desc: &str,
+    series: &[Series],
+    (x0, x1, y0, y1): (f64, f64, f64, f64),
+) -> anyhow::Result<()>
+where
+    DB::ErrorType: 'static,
+{
+    let err = |e: DrawingAreaErrorKind<DB::ErrorType>| anyhow::anyhow!("plotting: {e:?}");
+    root.fill(&WHITE).map_err(err)?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(title, ("sans-serif", 24))
+        .margin(20)
+        .x_label_area_size(50)
+        .y_label_area_size(70)
+        .build_cartesian_2d((x0..x1).log_scale(), y0..y1)
+        .map_err(err)?;
+    chart
+        .configure_mesh()
+        .x_desc(x_desc)
+        .y_desc(y_desc)
+        .x_label_formatter(&|x| format!("{x:.0}×"))
+        .y_label_formatter(&|y| format!("{y:.3}"))
+        .label_style(("sans-serif", 16))
+        .draw()
+        .map_err(err)?;
+    for (i, s) in series.iter().enumerate() {
+        let color = Palette99::pick(i).to_rgba();
+        chart
+            .draw_series(LineSeries::new(s.points.clone(), color.stroke_width(2)))
+            .map_err(err)?
+            .label(s.name.clone())
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 24, y)], color.stroke_width(3))
+            });
+        chart
+            .draw_series(s.points.iter().map(|&p| Circle::new(p, 4, color.filled())))
+            .map_err(err)?;
+    }
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .label_font(("sans-serif", 16))
+        .position(SeriesLabelPosition::LowerLeft)
+        .draw()
+        .map_err(err)?;
+    root.present().map_err(err)?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn knob_settings_are_stripped_from_series_names() {
+        assert_eq!(series_of("l2s-r100-b50"), "l2s-r100");
+        assert_eq!(series_of("l2s-r100-b37.5"), "l2s-r100");
+        assert_eq!(series_of("l2s"), "l2s");
+        assert_eq!(series_of("km-bx"), "km-bx");
+        assert_eq!(series_of("full"), "full");
+    }
+}

@@ -1,0 +1,270 @@
+//! `fastsoftmax train-head KIND`: train a fast softmax head for an exported language model.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::Context;
+use clap::{Args, Subcommand};
+use fastsoftmax_infer::{L2sHead, LanguageModel};
+use fastsoftmax_nn::l2s::{train_l2s, L2sConfig, L2sReport, Labeled};
+use fastsoftmax_nn::Backend;
+use indicatif::{ProgressBar, ProgressStyle};
+use rayon::prelude::*;
+
+#[derive(Args, Debug)]
+pub struct TrainHeadArgs {
+    #[command(subcommand)]
+    kind: HeadKind,
+}
+
+#[derive(Subcommand, Debug)]
+enum HeadKind {
+    /// L2S (learning to screen): context clusters + per-cluster candidate words, trained with
+    /// spherical k-means, Gumbel-softmax straight-through and a greedy knapsack.
+    L2s(L2sArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct L2sArgs {
+    /// Model directory (from `train-lm`), e.g. assets/models/ptb-small-lstm.
+    #[arg(long)]
+    model: PathBuf,
+    /// JSON with any of the L2S hyper-parameters (see experiments/configs/l2s-ptb-small.json);
+    /// flags below override it. Several (comma-separated) train one head each, named
+    /// NAME-STEM-rR-bB after the file stem.
+    #[arg(long, value_delimiter = ',')]
+    config: Vec<PathBuf>,
+    /// Number of clusters r [default 100]. A comma-separated list trains one head per value
+    /// (named NAME-rR-bB), sharing the contexts.
+    #[arg(long, value_delimiter = ',')]
+    clusters: Vec<usize>,
+    /// Budget B: average candidate words per context [default 300]. A list sweeps it.
+    #[arg(long, value_delimiter = ',')]
+    budget: Vec<f64>,
+    /// Alternating rounds (Gumbel step + knapsack) [default 5].
+    #[arg(long)]
+    rounds: Option<usize>,
+    /// Spherical k-means + knapsack only, no Gumbel step (the paper's Table 5 baseline).
+    #[arg(long)]
+    kmeans_only: bool,
+    /// Use at most N training contexts, evenly spaced [default: all].
+    #[arg(long)]
+    max_contexts: Option<usize>,
+    /// Training text (one tokenized sentence per line).
+    #[arg(long, default_value = "data/ptb/ptb.train.txt")]
+    train: PathBuf,
+    /// Validation text, for choosing the best round.
+    #[arg(long, default_value = "data/ptb/ptb.valid.txt")]
+    valid: PathBuf,
+    /// Save as MODEL/heads/NAME.
+    #[arg(long, default_value = "l2s")]
+    name: String,
+    /// burn backend for the Gumbel step: flex (default), ndarray or wgpu.
+    #[arg(long, default_value = "flex")]
+    backend: String,
+    /// No progress bars.
+    #[arg(long)]
+    quiet: bool,
+}
+
+pub fn run(a: TrainHeadArgs) -> anyhow::Result<()> {
+    match a.kind {
+        HeadKind::L2s(a) => run_l2s(a),
+    }
+}
+
+fn run_l2s(a: L2sArgs) -> anyhow::Result<()> {
+    let lm = LanguageModel::load(&a.model)?;
+    let mut configs: Vec<(String, L2sConfig)> = Vec::new();
+    for p in &a.config {
+        let text =
+            std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
+        let cfg = serde_json::from_str::<L2sConfig>(&text)
+            .with_context(|| format!("{}: not a valid L2S config", p.display()))?;
+        let stem = p.file_stem().and_then(|s| s.to_str()).unwrap_or("config");
+        configs.push((stem.to_string(), cfg));
+    }
+    if configs.is_empty() {
+        configs.push((String::new(), L2sConfig::default()));
+    }
+    let mut runs = Vec::new();
+    for (stem, base) in &configs {
+        let mut base = base.clone();
+        if let Some(x) = a.rounds {
+            base.rounds = x;
+        }
+        if a.kmeans_only {
+            base.rounds = 0;
+        }
+        if let Some(x) = a.max_contexts {
+            base.max_contexts = x;
+        }
+        let clusters = if a.clusters.is_empty() {
+            vec![base.clusters]
+        } else {
+            a.clusters.clone()
+        };
+        let budgets = if a.budget.is_empty() {
+            vec![base.budget]
+        } else {
+            a.budget.clone()
+        };
+        for &r in &clusters {
+            for &b in &budgets {
+                let mut c = base.clone();
+                c.clusters = r;
+                c.budget = b;
+                c.validate(lm.spec().vocab_size)?;
+                let name = if configs.len() * clusters.len() * budgets.len() == 1 {
+                    a.name.clone()
+                } else if configs.len() == 1 {
+                    format!("{}-r{r}-b{b}", a.name)
+                } else {
+                    format!("{}-{stem}-r{r}-b{b}", a.name)
+                };
+                runs.push((name, c));
+            }
+        }
+    }
+    // Contexts are shared by all runs: sample as the first run asks.
+    let (max_contexts, top_k) = (runs[0].1.max_contexts, runs[0].1.top_k);
+    if runs
+        .iter()
+        .any(|(_, c)| c.max_contexts != max_contexts || c.top_k != top_k)
+    {
+        anyhow::bail!("configs trained together must agree on max_contexts and top_k");
+    }
+    let device = a.backend.parse::<Backend>()?.autodiff_device()?;
+    let started = Instant::now();
+
+    let train = labeled(&lm, &a.train, max_contexts, top_k, !a.quiet)?;
+    let valid = labeled(&lm, &a.valid, 0, top_k, !a.quiet)?;
+    let contexts_line = format!(
+        "contexts: {} from {}, {} from {} ({:.0} s)",
+        train.len(),
+        a.train.display(),
+        valid.len(),
+        a.valid.display(),
+        started.elapsed().as_secs_f64()
+    );
+    for (name, cfg) in runs {
+        eprintln!("== {name}: r = {}, B = {}", cfg.clusters, cfg.budget);
+        let mut log_text = String::new();
+        let mut log = |line: &str| {
+            eprintln!("{line}");
+            log_text.push_str(line);
+            log_text.push('\n');
+        };
+        log(&contexts_line);
+        let (head, report) = train_l2s(
+            &name,
+            lm.full_head(),
+            &train,
+            &valid,
+            &cfg,
+            &device,
+            &mut log,
+        )
+        .with_context(|| format!("training the L2S head for {}", a.model.display()))?;
+        save(&a.model, &lm, &name, &cfg, &head, &report, &log_text)?;
+    }
+    Ok(())
+}
+
+/// Writes the head with its config, command, log and report, and prints a summary line.
+fn save(
+    model: &Path,
+    lm: &LanguageModel,
+    name: &str,
+    cfg: &L2sConfig,
+    head: &L2sHead,
+    report: &L2sReport,
+    log_text: &str,
+) -> anyhow::Result<()> {
+    let out = model.join("heads").join(name);
+    let command = std::env::args().collect::<Vec<_>>().join(" ");
+    let training = serde_json::json!({ "command": command, "report": report });
+    let config = serde_json::to_string_pretty(cfg)?;
+    head.save(
+        &out,
+        lm,
+        training,
+        &[
+            ("config.json", config.as_bytes()),
+            ("command.txt", format!("{command}\n").as_bytes()),
+            ("train.log", log_text.as_bytes()),
+        ],
+    )?;
+    let best = &report.rounds[report.best_round];
+    println!(
+        "saved {} · validation P@1 {:.4} P@{} {:.4} · {:.1} candidates per context + {} clusters = {:.1}× fewer dot products",
+        out.display(),
+        best.valid_p1,
+        cfg.top_k,
+        best.valid_pk,
+        best.valid_mean_candidates,
+        cfg.clusters,
+        lm.spec().vocab_size as f64 / (best.valid_mean_candidates + cfg.clusters as f64)
+    );
+    Ok(())
+}
+
+/// Runs the LM over `text` and labels the contexts with the exact top-k; keeps at most `max`
+/// contexts (evenly spaced; 0 = all).
+fn labeled(
+    lm: &LanguageModel,
+    text: &Path,
+    max: usize,
+    k: usize,
+    progress: bool,
+) -> anyhow::Result<Labeled> {
+    let tokens = fastsoftmax_data::corpus::read_tokens(text, lm.vocab())?;
+    let n = tokens.len().saturating_sub(1);
+    if n == 0 {
+        anyhow::bail!(
+            "{}: no contexts (the text needs at least two tokens)",
+            text.display()
+        );
+    }
+    let stride = if max == 0 { 1 } else { n.div_ceil(max) };
+    let bar = if progress {
+        ProgressBar::new(n as u64).with_style(
+            ProgressStyle::with_template("{msg} {bar:30} {pos}/{len} tokens ({eta})")
+                .expect("valid template"),
+        )
+    } else {
+        ProgressBar::hidden()
+    };
+    bar.set_message(format!("contexts of {}", text.display()));
+    // The stream is cut into one piece per core, each read from the zero state (as training
+    // batches cut it too); only the first few contexts of each piece differ from one stream.
+    let d = lm.spec().d_hidden;
+    let pieces = rayon::current_num_threads().max(1);
+    let len = n.div_ceil(pieces);
+    let done = std::sync::atomic::AtomicUsize::new(0);
+    let parts: Vec<anyhow::Result<Vec<f32>>> = (0..pieces)
+        .into_par_iter()
+        .map(|p| {
+            let mut state = lm.new_state();
+            let mut hs = Vec::new();
+            let end = ((p + 1) * len).min(n);
+            for (i, &t) in tokens.iter().enumerate().take(end).skip(p * len) {
+                lm.step(t, &mut state)?;
+                if i % stride == 0 {
+                    hs.extend_from_slice(state.context());
+                }
+                if i % 4096 == 0 {
+                    let all = done.fetch_add(4096, std::sync::atomic::Ordering::Relaxed);
+                    bar.set_position(all as u64);
+                }
+            }
+            Ok(hs)
+        })
+        .collect();
+    let mut hs = Vec::with_capacity(n.div_ceil(stride) * d);
+    for part in parts {
+        hs.extend(part?);
+    }
+    bar.finish_and_clear();
+    Ok(Labeled::new(lm.full_head(), hs, k))
+}
