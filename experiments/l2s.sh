@@ -42,7 +42,7 @@ $B plot --input "$OUT/sweep.jsonl" --out "$OUT/precision-vs-speedup" \
     --title "PTB-Small test: L2S vs spherical k-means (r = 100, budget sweep)"
 
 # 4. Table 6: perplexity with exact logits inside the candidate set, rank-20 SVD outside.
-for h in sweep-l2s-r100-b50 sweep-l2s-r100-b100 sweep-l2s-r100-b200 sweep-kmeans-r100-b100; do
+for h in sweep-l2s-r100-b50 sweep-l2s-r100-b100 sweep-l2s-r100-b200 sweep-kmeans-r100-b100 sweep-kmeans-r100-b200; do
     $B eval --model "$M" --text "$TEST" --head "$h" --fallback-rank 20 --json
 done > "$OUT/table6.jsonl"
 

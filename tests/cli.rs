@@ -135,14 +135,104 @@ fn train_eval_bench_predict() {
     let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
     assert_eq!(v[0]["word"], "mat", "{v}");
 
+    // A screening head: train it, bench it beside the full head, score perplexity with it, plot.
+    let train_head = |extra: &[&str]| {
+        let (model, train, valid) = (s("m"), s("ptb.train.txt"), s("ptb.valid.txt"));
+        let mut args = vec!["train-head", "l2s", "--model", &model, "--train", &train];
+        args.extend(["--valid", valid.as_str()]);
+        args.extend_from_slice(extra);
+        cli(&args)
+    };
+    let (ok, out, err) = train_head(&[
+        "--clusters",
+        "2",
+        "--budget",
+        "8",
+        "--rounds",
+        "1",
+        "--quiet",
+    ]);
+    assert!(ok, "{err}");
+    assert!(out.contains("heads/l2s"), "{out}");
+    for f in [
+        "head.json",
+        "head.safetensors",
+        "config.json",
+        "command.txt",
+        "train.log",
+    ] {
+        assert!(d.join("m/heads/l2s").join(f).exists(), "missing {f}");
+    }
+    let (ok, out, err) = cli(&[
+        "bench",
+        "--model",
+        &s("m"),
+        "--text",
+        &s("ptb.train.txt"),
+        "--repeats",
+        "1",
+        "--json",
+    ]);
+    assert!(ok, "{err}");
+    std::fs::write(d.join("bench.jsonl"), &out).unwrap();
+    let rows: Vec<serde_json::Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(rows.len(), 2, "full and l2s are found by default: {out}");
+    assert_eq!(rows[1]["head"], "l2s");
+    assert!(rows[1]["p_at_1"].as_f64().unwrap() > 0.9, "{out}");
+    let eval_l2s = |rank: &str| {
+        let (model, text) = (s("m"), s("ptb.valid.txt"));
+        cli(&[
+            "eval",
+            "--model",
+            &model,
+            "--text",
+            &text,
+            "--head",
+            "l2s",
+            "--fallback-rank",
+            rank,
+            "--repeats",
+            "1",
+            "--json",
+        ])
+    };
+    let (ok, out, err) = eval_l2s("4");
+    assert!(ok, "{err}");
+    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    let (exact, screened) = (
+        v["ppl_full"].as_f64().unwrap(),
+        v["ppl_head"].as_f64().unwrap(),
+    );
+    assert!(screened.is_finite() && screened >= exact * 0.99, "{v}");
+    let (ok, _, err) = eval_l2s("99");
+    assert!(!ok && err.contains("1 ≤ rank ≤ 16"), "{err}");
+    let (ok, _, err) = cli(&["plot", "--input", &s("bench.jsonl"), "--out", &s("fig")]);
+    assert!(ok, "{err}");
+    for f in [
+        "fig-p_at_1.png",
+        "fig-p_at_1.svg",
+        "fig-p_at_5.png",
+        "fig-p_at_5.svg",
+    ] {
+        assert!(
+            std::fs::metadata(d.join(f)).unwrap().len() > 1000,
+            "{f} is empty"
+        );
+    }
+    let (ok, _, err) = train_head(&["--budget", "100000"]);
+    assert!(!ok && err.contains("budget"), "{err}");
+
     // Bad input: k out of range, unknown head, empty text, missing model.
     let (ok, _, err) = cli(&["predict", "--model", &s("m"), "-k", "0", "the"]);
     assert!(!ok && err.contains("k = 0"), "{err}");
     let (ok, _, err) = cli(&["predict", "--model", &s("m"), "-k", "100000", "the"]);
     assert!(!ok && err.contains("1 ≤ k ≤"), "{err}");
-    let (ok, _, err) = cli(&["predict", "--model", &s("m"), "--head", "l2s", "the"]);
+    let (ok, _, err) = cli(&["predict", "--model", &s("m"), "--head", "ds", "the"]);
     assert!(
-        !ok && err.contains("train-head") && err.contains("available: full"),
+        !ok && err.contains("train-head") && err.contains("available: full, l2s"),
         "{err}"
     );
     std::fs::write(d.join("empty.txt"), "\n \n").unwrap();

@@ -126,7 +126,11 @@ pub fn line_plot(
     for (x, y) in points() {
         (x0, x1, y0, y1) = (x0.min(x), x1.max(x), y0.min(y), y1.max(y));
     }
-    let (x0, x1) = ((x0 * 0.8).max(1e-3), x1 * 1.25);
+    // Whole decades, so the log axis always has labelled ticks.
+    let (x0, x1) = (
+        10f64.powf((x0.max(1e-3) * 0.9).log10().floor()),
+        10f64.powf((x1 * 1.1).log10().ceil()),
+    );
     let pad = ((y1 - y0) * 0.08).max(1e-3);
     let (y0, y1) = (y0 - pad, y1 + pad);
     let ranges = (x0, x1, y0, y1);

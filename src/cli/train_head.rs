@@ -38,7 +38,7 @@ pub struct L2sArgs {
     /// (named NAME-rR-bB), sharing the contexts.
     #[arg(long, value_delimiter = ',')]
     clusters: Vec<usize>,
-    /// Budget B: average candidate words per context [default 300]. A list sweeps it.
+    /// Budget B: average candidate words per context [default 200]. A list sweeps it.
     #[arg(long, value_delimiter = ',')]
     budget: Vec<f64>,
     /// Alternating rounds (Gumbel step + knapsack) [default 5].

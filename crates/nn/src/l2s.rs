@@ -70,7 +70,7 @@ impl Default for L2sConfig {
     fn default() -> Self {
         L2sConfig {
             clusters: 100,
-            budget: 300.0,
+            budget: 200.0,
             top_k: 5,
             lambda: 0.0003,
             gamma: 10.0,
