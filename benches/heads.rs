@@ -1,5 +1,5 @@
 //! Criterion benchmarks of every head on the same fixture: the shipped PTB-Small LSTM's output
-//! layer and contexts from running it over PTB test text (`data/ptb/ptb.test.txt` when fetched,
+//! layer (and the heads trained for it under `heads/`) and contexts from running it over PTB test text (`data/ptb/ptb.test.txt` when fetched,
 //! else a few built-in PTB sentences). Also the same full softmax as a burn module on flex (and
 //! on ndarray with `--features ndarray`), to show what the burn-free engine buys.
 //!
@@ -23,6 +23,7 @@ the finance ministry said it would take steps to stabilize the market\n";
 
 struct Fixture {
     weights: LmWeights,
+    lm: LanguageModel,
     contexts: Contexts,
 }
 
@@ -33,8 +34,14 @@ fn fixture() -> Fixture {
     let text = std::fs::read_to_string("data/ptb/ptb.test.txt")
         .unwrap_or_else(|_| FALLBACK_TEXT.repeat(30));
     let tokens = fastsoftmax_data::corpus::encode_text(&text, lm.vocab());
-    let contexts = collect_contexts(&lm, &tokens, 256).unwrap();
-    Fixture { weights, contexts }
+    // Enough contexts that screening heads visit their clusters as real text does, rather than
+    // re-reading a few cache-hot candidate sets.
+    let contexts = collect_contexts(&lm, &tokens, 4096).unwrap();
+    Fixture {
+        weights,
+        lm,
+        contexts,
+    }
 }
 
 fn engine_heads(c: &mut Criterion) {
@@ -42,10 +49,17 @@ fn engine_heads(c: &mut Criterion) {
     let d = f.weights.spec.d_hidden;
     let w = f.weights.output_matrix();
     let b = &f.weights.output_bias;
-    let heads: Vec<Box<dyn SoftmaxHead>> = vec![
+    let mut heads: Vec<Box<dyn SoftmaxHead + '_>> = vec![
         Box::new(FullHead::new(w, b, d).unwrap()),
         Box::new(NaiveFullHead::new(w, b, d)),
     ];
+    // Every trained head shipped with the model (e.g. `l2s`).
+    for name in fastsoftmax_infer::heads::available(Path::new(MODEL))
+        .iter()
+        .skip(1)
+    {
+        heads.push(fastsoftmax_infer::heads::load(name, Path::new(MODEL), &f.lm).unwrap());
+    }
     let n = f.contexts.len();
     let mut group = c.benchmark_group("head_batch1");
     group.throughput(Throughput::Elements(1));

@@ -224,6 +224,19 @@ fn train_eval_bench_predict() {
     }
     let (ok, _, err) = train_head(&["--budget", "100000"]);
     assert!(!ok && err.contains("budget"), "{err}");
+    let (ok, _, err) = train_head(&["--name", "full"]);
+    assert!(!ok && err.contains("exact head"), "{err}");
+    let (ok, _, err) = cli(&[
+        "train-head",
+        "l2s",
+        "--model",
+        &s("m"),
+        "--train",
+        &s("none.txt"),
+        "--budget",
+        "8",
+    ]);
+    assert!(!ok && err.contains("data fetch ptb"), "{err}");
 
     // Bad input: k out of range, unknown head, empty text, missing model.
     let (ok, _, err) = cli(&["predict", "--model", &s("m"), "-k", "0", "the"]);

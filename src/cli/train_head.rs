@@ -74,6 +74,7 @@ pub fn run(a: TrainHeadArgs) -> anyhow::Result<()> {
 }
 
 fn run_l2s(a: L2sArgs) -> anyhow::Result<()> {
+    check_name(&a.name)?;
     let lm = LanguageModel::load(&a.model)?;
     let mut configs: Vec<(String, L2sConfig)> = Vec::new();
     for p in &a.config {
@@ -209,6 +210,22 @@ fn save(
     Ok(())
 }
 
+/// A head name is a directory name that cannot be mistaken for the exact head.
+fn check_name(name: &str) -> anyhow::Result<()> {
+    let ok = !name.is_empty()
+        && name != "full"
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+        && !name.starts_with('.');
+    if !ok {
+        anyhow::bail!(
+            "--name {name:?} is not usable: use letters, digits, '-', '_' or '.', not starting with '.', and not \"full\" (the exact head)"
+        );
+    }
+    Ok(())
+}
+
 /// Runs the LM over `text` and labels the contexts with the exact top-k; keeps at most `max`
 /// contexts (evenly spaced; 0 = all).
 fn labeled(
@@ -218,6 +235,12 @@ fn labeled(
     k: usize,
     progress: bool,
 ) -> anyhow::Result<Labeled> {
+    if !text.exists() {
+        anyhow::bail!(
+            "{} does not exist: run `fastsoftmax data fetch ptb`, or pass --train/--valid with your own text",
+            text.display()
+        );
+    }
     let tokens = fastsoftmax_data::corpus::read_tokens(text, lm.vocab())?;
     let n = tokens.len().saturating_sub(1);
     if n == 0 {

@@ -290,6 +290,15 @@ mod tests {
         // k = 4 > 3 candidates: the exact answer, from the full layer.
         let want = full.top_k(&h, 4).unwrap();
         assert_eq!(head.top_k(&h, 4).unwrap(), want);
+        // The grouped batch path agrees with one query at a time, screened or falling back.
+        let hs = values(9 * d, 6);
+        for k in [2, 3, 4] {
+            let mut batch = vec![TopK::new(k); 9];
+            head.top_k_batch(&hs, k, &mut batch);
+            for (h, got) in hs.chunks(d).zip(&batch) {
+                assert_eq!(got.as_slice(), head.top_k(h, k).unwrap().as_slice());
+            }
+        }
     }
 
     #[test]

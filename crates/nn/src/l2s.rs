@@ -11,7 +11,8 @@
 //!    training contexts, `L̄ = Σ_t (N_t/N)|c_t|`, reaches the budget `B`.
 //! 3. For `rounds` rounds: fix `c`, learn `v` on burn by SGD (Adam) on Eq. 8 through a
 //!    Gumbel-softmax straight-through sample of the cluster, then re-run the knapsack.
-//!    The round whose sets cover the validation contexts' labels best is kept.
+//!    The Gumbel step starts from `init_scale` × the unit k-means vectors (see the field), and
+//!    the round whose sets cover the validation contexts' labels best is kept.
 //!
 //! Per context the Eq. 6 loss of cluster `t` is `(k − hit) + λ(|c_t| − hit)`, where
 //! `hit = |y ∩ c_t|`: missed labels cost 1, wasted candidates cost λ.
