@@ -289,28 +289,27 @@ pub fn load<'a>(
         return Ok(Box::new(lm.full_head().clone()));
     }
     let dir = model_dir.join("heads").join(name);
-    match kind_of(&dir).as_deref() {
-        Some("l2s") => Ok(Box::new(L2sHead::load(&dir, lm)?)),
-        Some(kind) => Err(Error::format(
-            dir.join(HEAD_MANIFEST),
-            format!(
-                "head kind {kind:?} is not one this engine knows ({}); update fastsoftmax",
-                KINDS.join(", ")
-            ),
-        )),
-        // A manifest that does not parse: let read_head say exactly why.
-        None if dir.join(HEAD_MANIFEST).exists() => Err(read_head(&dir, lm)
-            .err()
-            .unwrap_or_else(|| Error::Invalid(format!("{}: unreadable head", dir.display())))),
-        None => Err(Error::Invalid(format!(
-            "no head named {name:?} for this model: {} {}; available: {}",
-            dir.display(),
-            if dir.exists() {
-                "has no head.json"
-            } else {
-                "does not exist (train it with `fastsoftmax train-head`)"
-            },
-            available(model_dir).join(", ")
-        ))),
+    if dir.join(HEAD_MANIFEST).exists() {
+        let (m, t) = read_head(&dir, lm)?;
+        return match m.kind.as_str() {
+            "l2s" => Ok(Box::new(L2sHead::from_files(name, &m, &t, lm)?)),
+            kind => Err(Error::format(
+                dir.join(HEAD_MANIFEST),
+                format!(
+                    "head kind {kind:?} is not one this engine knows ({}); update fastsoftmax",
+                    KINDS.join(", ")
+                ),
+            )),
+        };
     }
+    Err(Error::Invalid(format!(
+        "no head named {name:?} for this model: {} {}; available: {}",
+        dir.display(),
+        if dir.exists() {
+            "has no head.json"
+        } else {
+            "does not exist (train it with `fastsoftmax train-head`)"
+        },
+        available(model_dir).join(", ")
+    )))
 }

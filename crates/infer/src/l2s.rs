@@ -134,6 +134,18 @@ impl L2sHead {
     /// Loads the head in `dir` for `lm`; its name is the directory's name.
     pub fn load(dir: &Path, lm: &LanguageModel) -> Result<Self> {
         let (m, t) = heads::read_head(dir, lm)?;
+        let name = dir.file_name().and_then(|n| n.to_str()).unwrap_or("l2s");
+        Self::from_files(name, &m, &t, lm)
+    }
+
+    /// Builds the head from a head directory's contents, already checked against `lm` by
+    /// [`heads::read_head`].
+    pub fn from_files(
+        name: &str,
+        m: &HeadManifest,
+        t: &Tensors,
+        lm: &LanguageModel,
+    ) -> Result<Self> {
         let r = m.params["clusters"].as_u64().unwrap_or(0) as usize;
         let clusters = t.f32("clusters", &[r, m.d])?;
         let ids = t.u32("candidates")?;
@@ -152,12 +164,7 @@ impl L2sHead {
             .windows(2)
             .map(|w| ids[w[0] as usize..w[1] as usize].to_vec())
             .collect();
-        let name = dir
-            .file_name()
-            .and_then(|n| n.to_str())
-            .unwrap_or("l2s")
-            .to_string();
-        Self::new(&name, lm.full_head(), &clusters, &sets)
+        Self::new(name, lm.full_head(), &clusters, &sets)
             .map_err(|e| Error::format(t.origin(), e.to_string()))
     }
 

@@ -178,10 +178,12 @@ pub fn spherical_kmeans(data: &Labeled, r: usize, iters: usize, seed: u64) -> Ve
     let d = data.d;
     let n = data.len();
     let mut rng = StdRng::seed_from_u64(seed);
+    let norm = |x: &[f32]| x.iter().map(|a| a * a).sum::<f32>().sqrt().max(1e-12);
     let unit = |x: &[f32]| -> Vec<f32> {
-        let norm = x.iter().map(|a| a * a).sum::<f32>().sqrt().max(1e-12);
-        x.iter().map(|a| a / norm).collect()
+        let n = norm(x);
+        x.iter().map(|a| a / n).collect()
     };
+    let norms: Vec<f32> = (0..n).map(|i| norm(data.h(i))).collect();
     let mut v: Vec<f32> = (0..r)
         .flat_map(|_| unit(data.h(rng.random_range(0..n))))
         .collect();
@@ -190,13 +192,10 @@ pub fn spherical_kmeans(data: &Labeled, r: usize, iters: usize, seed: u64) -> Ve
         let mut sums = vec![0.0f64; r * d];
         let mut counts = vec![0usize; r];
         for (i, &t) in z.iter().enumerate() {
-            let h = unit(data.h(i));
             counts[t as usize] += 1;
-            for (s, x) in sums[t as usize * d..(t as usize + 1) * d]
-                .iter_mut()
-                .zip(&h)
-            {
-                *s += *x as f64;
+            let sum = &mut sums[t as usize * d..(t as usize + 1) * d];
+            for (s, x) in sum.iter_mut().zip(data.h(i)) {
+                *s += (x / norms[i]) as f64;
             }
         }
         for t in 0..r {
@@ -266,10 +265,9 @@ pub fn knapsack(
     sets
 }
 
-/// Coverage of `data`'s labels by the head's sets: (P@1, P@k, mean candidates per context).
-/// P@k equals the head's precision: inside a set the logits are exact.
-pub fn coverage(v: &[f32], sets: &[Vec<u32>], data: &Labeled, vocab: usize) -> (f64, f64, f64) {
-    let z = assign(v, data.d, data);
+/// Coverage of `data`'s labels by the sets of its assigned clusters `z`: (P@1, P@k, mean
+/// candidates per context). P@k equals the head's precision: inside a set the logits are exact.
+pub fn coverage(z: &[u32], sets: &[Vec<u32>], data: &Labeled, vocab: usize) -> (f64, f64, f64) {
     let member = Membership::new(sets, vocab);
     let (mut p1, mut pk, mut size) = (0usize, 0usize, 0usize);
     for (i, &t) in z.iter().enumerate() {
@@ -433,15 +431,8 @@ pub fn train_l2s(
         train.len(),
         started.elapsed().as_secs_f64()
     ));
-    let mut sets = knapsack(
-        &assign(&v, d, train),
-        train,
-        r,
-        vocab,
-        cfg.budget,
-        cfg.lambda,
-    );
-    let mut rounds = vec![record(0, &v, &sets, train, valid, vocab, started)];
+    let (mut sets, first) = refit(0, &v, train, valid, cfg, vocab, started);
+    let mut rounds = vec![first];
     log(&round_line(&rounds[0]));
     let mut best = (rounds[0].valid_pk, 0, v.clone(), sets.clone());
 
@@ -501,15 +492,8 @@ pub fn train_l2s(
             )));
         }
         let sgd_seconds = t0.elapsed().as_secs_f64();
-        sets = knapsack(
-            &assign(&v, d, train),
-            train,
-            r,
-            vocab,
-            cfg.budget,
-            cfg.lambda,
-        );
-        let rec = record(round, &v, &sets, train, valid, vocab, t0);
+        let rec;
+        (sets, rec) = refit(round, &v, train, valid, cfg, vocab, t0);
         log(&format!(
             "{} | Gumbel step {steps} batches, mean sampled L̄ {:.1}, {sgd_seconds:.0} s",
             round_line(&rec),
@@ -539,18 +523,22 @@ pub fn train_l2s(
     ))
 }
 
-fn record(
+/// The knapsack step for the clusters `v`, and how well its sets cover train and valid.
+fn refit(
     round: usize,
     v: &[f32],
-    sets: &[Vec<u32>],
     train: &Labeled,
     valid: &Labeled,
+    cfg: &L2sConfig,
     vocab: usize,
     t0: Instant,
-) -> RoundRecord {
-    let (train_p1, train_pk, train_mean_candidates) = coverage(v, sets, train, vocab);
-    let (valid_p1, valid_pk, valid_mean_candidates) = coverage(v, sets, valid, vocab);
-    RoundRecord {
+) -> (Vec<Vec<u32>>, RoundRecord) {
+    let z = assign(v, train.d, train);
+    let sets = knapsack(&z, train, cfg.clusters, vocab, cfg.budget, cfg.lambda);
+    let (train_p1, train_pk, train_mean_candidates) = coverage(&z, &sets, train, vocab);
+    let z_valid = assign(v, valid.d, valid);
+    let (valid_p1, valid_pk, valid_mean_candidates) = coverage(&z_valid, &sets, valid, vocab);
+    let record = RoundRecord {
         round,
         train_p1,
         train_pk,
@@ -559,7 +547,8 @@ fn record(
         valid_pk,
         valid_mean_candidates,
         seconds: t0.elapsed().as_secs_f64(),
-    }
+    };
+    (sets, record)
 }
 
 fn round_line(r: &RoundRecord) -> String {
