@@ -222,6 +222,64 @@ fn train_eval_bench_predict() {
             "{f} is empty"
         );
     }
+    // DS-Softmax: mitosis 2 → 4 experts with a stage snapshot; bench finds both; resume.
+    let train_ds = |extra: &[&str]| {
+        let (model, train, valid) = (s("m"), s("ptb.train.txt"), s("ptb.valid.txt"));
+        let mut args = vec!["train-head", "ds", "--model", &model, "--train", &train];
+        args.extend(["--valid", valid.as_str(), "--quiet"]);
+        args.extend_from_slice(extra);
+        cli(&args)
+    };
+    std::fs::write(
+        d.join("ds.json"),
+        r#"{"experts": 4, "epochs_per_stage": 2, "batch_size": 16, "prune_every": 2, "lambda_lasso": 0.01, "lr": 0.01}"#,
+    )
+    .unwrap();
+    let (ok, out, err) = train_ds(&["--config", &s("ds.json"), "--save-stages"]);
+    assert!(ok, "{err}");
+    assert!(
+        out.contains("heads/ds") && out.contains("peak training memory"),
+        "{out}"
+    );
+    assert!(err.contains("DS-2") && err.contains("DS-4"), "{err}");
+    for f in ["ds/head.json", "ds/train.log", "ds-2/head.json"] {
+        assert!(d.join("m/heads").join(f).exists(), "missing {f}");
+    }
+    let (ok, out, err) = cli(&[
+        "bench",
+        "--model",
+        &s("m"),
+        "--text",
+        &s("ptb.train.txt"),
+        "--heads",
+        "ds,ds-2",
+        "--repeats",
+        "1",
+        "--json",
+    ]);
+    assert!(ok, "{err}");
+    let names: Vec<String> = out
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["head"].to_string())
+        .collect();
+    assert_eq!(names, ["\"ds\"", "\"ds-2\""], "{out}");
+    let (ok, _, err) = train_ds(&[
+        "--config",
+        &s("ds.json"),
+        "--resume-from",
+        "ds-2",
+        "--name",
+        "ds-resumed",
+    ]);
+    assert!(
+        ok && err.contains("DS-4") && !err.contains("DS-2:"),
+        "{err}"
+    );
+    let (ok, _, err) = train_ds(&["--experts", "6"]);
+    assert!(!ok && err.contains("power of two"), "{err}");
+    let (ok, _, err) = train_ds(&["--resume-from", "l2s"]);
+    assert!(!ok && err.contains("DS head"), "{err}");
+
     let (ok, _, err) = train_head(&["--budget", "100000"]);
     assert!(!ok && err.contains("budget"), "{err}");
     let (ok, _, err) = train_head(&["--name", "full"]);
@@ -243,9 +301,9 @@ fn train_eval_bench_predict() {
     assert!(!ok && err.contains("k = 0"), "{err}");
     let (ok, _, err) = cli(&["predict", "--model", &s("m"), "-k", "100000", "the"]);
     assert!(!ok && err.contains("1 ≤ k ≤"), "{err}");
-    let (ok, _, err) = cli(&["predict", "--model", &s("m"), "--head", "ds", "the"]);
+    let (ok, _, err) = cli(&["predict", "--model", &s("m"), "--head", "nope", "the"]);
     assert!(
-        !ok && err.contains("train-head") && err.contains("available: full, l2s"),
+        !ok && err.contains("train-head") && err.contains("available: full, ds"),
         "{err}"
     );
     std::fs::write(d.join("empty.txt"), "\n \n").unwrap();

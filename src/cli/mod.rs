@@ -6,6 +6,7 @@ mod eval;
 mod plot;
 mod predict;
 mod quickstart;
+mod synthetic;
 mod train;
 mod train_head;
 
@@ -25,7 +26,7 @@ enum Command {
     Data(data::DataArgs),
     /// Train an LSTM/GRU language model from a JSON config and export it for the engine.
     TrainLm(train::TrainLmArgs),
-    /// Train a fast softmax head (`train-head l2s`) for a model; saved under MODEL/heads/NAME.
+    /// Train a fast softmax head (`train-head l2s`, `train-head ds`) for a model; saved under MODEL/heads/NAME.
     TrainHead(train_head::TrainHeadArgs),
     /// Perplexity of a model on a tokenized text.
     Eval(eval::EvalArgs),
@@ -35,6 +36,8 @@ enum Command {
     Plot(plot::PlotArgs),
     /// The most likely next words after a prompt.
     Predict(predict::PredictArgs),
+    /// DS-Softmax on the paper's hierarchical Gaussian data: which sub-classes each expert keeps.
+    Synthetic(synthetic::SyntheticArgs),
     /// Fetch PTB if needed, load the shipped model, and print the speedup table.
     Quickstart(quickstart::QuickstartArgs),
 }
@@ -48,6 +51,7 @@ pub fn run() -> anyhow::Result<()> {
         Command::Bench(a) => bench::run(a),
         Command::Plot(a) => plot::run(a),
         Command::Predict(a) => predict::run(a),
+        Command::Synthetic(a) => synthetic::run(a),
         Command::Quickstart(a) => quickstart::run(a),
     }
 }

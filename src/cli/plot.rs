@@ -105,6 +105,15 @@ pub fn run(a: PlotArgs) -> anyhow::Result<()> {
 const FONT: &[u8] = include_bytes!("../../assets/fonts/DejaVuSans.ttf");
 const SIZE: (u32, u32) = (900, 600);
 
+/// Makes the bundled font plotters' "sans-serif" (once).
+pub fn register_font() {
+    static FONT_ONCE: std::sync::Once = std::sync::Once::new();
+    FONT_ONCE.call_once(|| {
+        // The bundled font is valid; if registration ever failed, text would just be missing.
+        let _ = plotters::style::register_font("sans-serif", FontStyle::Normal, FONT);
+    });
+}
+
 /// Draws `series` (log-scale x) into `STEM.png` and `STEM.svg`, each written atomically.
 pub fn line_plot(
     stem: &Path,
@@ -113,11 +122,7 @@ pub fn line_plot(
     y_desc: &str,
     series: &[Series],
 ) -> anyhow::Result<()> {
-    static FONT_ONCE: std::sync::Once = std::sync::Once::new();
-    FONT_ONCE.call_once(|| {
-        // The bundled font is valid; if registration ever failed, text would just be missing.
-        let _ = plotters::style::register_font("sans-serif", FontStyle::Normal, FONT);
-    });
+    register_font();
     let points = || series.iter().flat_map(|s| s.points.iter().copied());
     if points().next().is_none() {
         anyhow::bail!("nothing to plot");

@@ -5,7 +5,9 @@ use std::time::Instant;
 
 use anyhow::Context;
 use clap::{Args, Subcommand};
-use fastsoftmax_infer::{L2sHead, LanguageModel};
+use fastsoftmax_infer::eval::Contexts;
+use fastsoftmax_infer::{DsHead, L2sHead, LanguageModel};
+use fastsoftmax_nn::ds::{train_ds, DsConfig, DsReport, StageRecord};
 use fastsoftmax_nn::l2s::{train_l2s, L2sConfig, L2sReport, Labeled};
 use fastsoftmax_nn::Backend;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -22,6 +24,57 @@ enum HeadKind {
     /// L2S (learning to screen): context clusters + per-cluster candidate words, trained with
     /// spherical k-means, Gumbel-softmax straight-through and a greedy knapsack.
     L2s(L2sArgs),
+    /// DS-Softmax (doubly sparse): a gate picks one of K sparse experts, retrained from the
+    /// model's output layer with group lasso, load balancing, pruning and mitosis (2 → K).
+    Ds(DsArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct DsArgs {
+    /// Model directory (from `train-lm`), e.g. assets/models/ptb-small-lstm.
+    #[arg(long)]
+    model: PathBuf,
+    /// JSON with any of the DS hyper-parameters (see experiments/configs/ds.json); flags below
+    /// override it.
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// Final number of experts K [default 64].
+    #[arg(long)]
+    experts: Option<usize>,
+    /// Experts of the first mitosis stage [default 2]; equal to --experts trains without mitosis.
+    #[arg(long)]
+    start_experts: Option<usize>,
+    /// Weight of both lasso terms (group and expert level).
+    #[arg(long)]
+    lambda: Option<f64>,
+    /// Let pruning remove a word's last copy (the paper's DS-* variant).
+    #[arg(long)]
+    allow_lost_words: bool,
+    /// Continue mitosis from this trained DS head of the same model (e.g. a `--save-stages`
+    /// snapshot `ds-16`): how an interrupted run resumes.
+    #[arg(long)]
+    resume_from: Option<String>,
+    /// Also save the head after every stage as NAME-K (e.g. ds-8), a checkpoint to resume from.
+    #[arg(long)]
+    save_stages: bool,
+    /// Use at most N training contexts, evenly spaced [default: all].
+    #[arg(long)]
+    max_contexts: Option<usize>,
+    /// Training text (one tokenized sentence per line).
+    #[arg(long, default_value = "data/ptb/ptb.train.txt")]
+    train: PathBuf,
+    /// Validation text, scored after every stage.
+    #[arg(long, default_value = "data/ptb/ptb.valid.txt")]
+    valid: PathBuf,
+    /// Save as MODEL/heads/NAME.
+    #[arg(long, default_value = "ds")]
+    name: String,
+    /// burn backend: flex (default), ndarray or wgpu.
+    #[arg(long, default_value = "flex")]
+    backend: String,
+    /// No progress bars.
+    #[arg(long)]
+    quiet: bool,
 }
 
 #[derive(Args, Debug)]
@@ -70,6 +123,7 @@ pub struct L2sArgs {
 pub fn run(a: TrainHeadArgs) -> anyhow::Result<()> {
     match a.kind {
         HeadKind::L2s(a) => run_l2s(a),
+        HeadKind::Ds(a) => run_ds(a),
     }
 }
 
@@ -172,7 +226,128 @@ fn run_l2s(a: L2sArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Writes the head with its config, command, log and report, and prints a summary line.
+fn run_ds(a: DsArgs) -> anyhow::Result<()> {
+    check_name(&a.name)?;
+    let lm = LanguageModel::load(&a.model)?;
+    let mut cfg = match &a.config {
+        Some(p) => {
+            let text =
+                std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
+            serde_json::from_str::<DsConfig>(&text)
+                .with_context(|| format!("{}: not a valid DS config", p.display()))?
+        }
+        None => DsConfig::default(),
+    };
+    if let Some(k) = a.experts {
+        cfg.experts = k;
+        cfg.start_experts = cfg.start_experts.min(k);
+    }
+    if let Some(k) = a.start_experts {
+        cfg.start_experts = k;
+    }
+    if let Some(l) = a.lambda {
+        cfg.lambda_lasso = l;
+        cfg.lambda_expert = l;
+    }
+    if a.allow_lost_words {
+        cfg.keep_every_word = false;
+    }
+    if let Some(x) = a.max_contexts {
+        cfg.max_contexts = x;
+    }
+    cfg.validate()?;
+    let start = match &a.resume_from {
+        Some(h) => Some(
+            DsHead::load(&a.model.join("heads").join(h), &lm)
+                .with_context(|| format!("--resume-from {h} must be a DS head of this model"))?,
+        ),
+        None => None,
+    };
+    let device = a.backend.parse::<Backend>()?.autodiff_device()?;
+    let started = Instant::now();
+    let train = contexts(&lm, &a.train, cfg.max_contexts, !a.quiet)?;
+    let valid = contexts(&lm, &a.valid, 0, !a.quiet)?;
+    let mut log_text = String::new();
+    let mut log = |line: &str| {
+        eprintln!("{line}");
+        log_text.push_str(line);
+        log_text.push('\n');
+    };
+    log(&format!(
+        "contexts: {} from {}, {} from {} ({:.0} s); stages {:?}",
+        train.len(),
+        a.train.display(),
+        valid.len(),
+        a.valid.display(),
+        started.elapsed().as_secs_f64(),
+        cfg.stages()
+    ));
+    let command = std::env::args().collect::<Vec<_>>().join(" ");
+    let config_json = serde_json::to_string_pretty(&cfg)?;
+    let mut on_stage = |head: &DsHead, rec: &StageRecord| -> fastsoftmax_nn::Result<()> {
+        if a.save_stages && rec.experts != cfg.experts {
+            let dir = a
+                .model
+                .join("heads")
+                .join(format!("{}-{}", a.name, rec.experts));
+            let training = serde_json::json!({ "command": command, "stage": rec });
+            head.save(
+                &dir,
+                &lm,
+                training,
+                &[("config.json", config_json.as_bytes())],
+            )?;
+        }
+        Ok(())
+    };
+    let (head, report) = train_ds(
+        &a.name,
+        lm.full_head(),
+        &train,
+        &valid,
+        &cfg,
+        start.as_ref(),
+        &device,
+        &mut log,
+        &mut on_stage,
+    )
+    .with_context(|| format!("training the DS head for {}", a.model.display()))?;
+    save_ds(&a.model, &lm, &a.name, &cfg, &head, &report, &log_text)
+}
+
+/// Writes a DS head with its config, command, log and report, and prints a summary line.
+fn save_ds(
+    model: &Path,
+    lm: &LanguageModel,
+    name: &str,
+    cfg: &DsConfig,
+    head: &DsHead,
+    report: &DsReport,
+    log_text: &str,
+) -> anyhow::Result<()> {
+    let out = write_head(
+        model,
+        name,
+        cfg,
+        report,
+        log_text,
+        |dir, training, extra| head.save(dir, lm, training, extra),
+    )?;
+    let last = report.stages.last().expect("at least one stage");
+    println!(
+        "saved {} · validation top-1 {:.4} (P@1 {:.4}) · {:.0} words per query + {} experts = {:.1}× fewer dot products · peak training memory {:.2}× one full softmax",
+        out.display(),
+        last.valid.acc_at_1,
+        last.valid.p_at_1,
+        last.valid.mean_expert_size,
+        cfg.experts,
+        last.valid.flop_speedup,
+        report.peak_memory
+    );
+    Ok(())
+}
+
+/// Writes an L2S head with its config, command, log and report, and prints a summary line.
 fn save(
     model: &Path,
     lm: &LanguageModel,
@@ -182,19 +357,13 @@ fn save(
     report: &L2sReport,
     log_text: &str,
 ) -> anyhow::Result<()> {
-    let out = model.join("heads").join(name);
-    let command = std::env::args().collect::<Vec<_>>().join(" ");
-    let training = serde_json::json!({ "command": command, "report": report });
-    let config = serde_json::to_string_pretty(cfg)?;
-    head.save(
-        &out,
-        lm,
-        training,
-        &[
-            ("config.json", config.as_bytes()),
-            ("command.txt", format!("{command}\n").as_bytes()),
-            ("train.log", log_text.as_bytes()),
-        ],
+    let out = write_head(
+        model,
+        name,
+        cfg,
+        report,
+        log_text,
+        |dir, training, extra| head.save(dir, lm, training, extra),
     )?;
     let best = &report.rounds[report.best_round];
     println!(
@@ -208,6 +377,32 @@ fn save(
         lm.spec().vocab_size as f64 / (best.valid_mean_candidates + cfg.clusters as f64)
     );
     Ok(())
+}
+
+/// Writes head `name` of `model` through `save` (atomically, with `training` = the command and
+/// `report` in its manifest) and config.json, command.txt and train.log beside it.
+fn write_head(
+    model: &Path,
+    name: &str,
+    cfg: &impl serde::Serialize,
+    report: &impl serde::Serialize,
+    log_text: &str,
+    save: impl FnOnce(&Path, serde_json::Value, &[(&str, &[u8])]) -> fastsoftmax_infer::Result<()>,
+) -> anyhow::Result<PathBuf> {
+    let out = model.join("heads").join(name);
+    let command = std::env::args().collect::<Vec<_>>().join(" ");
+    let training = serde_json::json!({ "command": command, "report": report });
+    let config = serde_json::to_string_pretty(cfg)?;
+    save(
+        &out,
+        training,
+        &[
+            ("config.json", config.as_bytes()),
+            ("command.txt", format!("{command}\n").as_bytes()),
+            ("train.log", log_text.as_bytes()),
+        ],
+    )?;
+    Ok(out)
 }
 
 /// A head name is a directory name that cannot be mistaken for the exact head.
@@ -235,6 +430,18 @@ fn labeled(
     k: usize,
     progress: bool,
 ) -> anyhow::Result<Labeled> {
+    let c = contexts(lm, text, max, progress)?;
+    Ok(Labeled::new(lm.full_head(), c.hs, k))
+}
+
+/// Runs the LM over `text` and keeps at most `max` (context, next word) pairs, evenly spaced
+/// (0 = all).
+fn contexts(
+    lm: &LanguageModel,
+    text: &Path,
+    max: usize,
+    progress: bool,
+) -> anyhow::Result<Contexts> {
     if !text.exists() {
         anyhow::bail!(
             "{} does not exist: run `fastsoftmax data fetch ptb`, or pass --train/--valid with your own text",
@@ -265,29 +472,36 @@ fn labeled(
     let pieces = rayon::current_num_threads().max(1);
     let len = n.div_ceil(pieces);
     let done = std::sync::atomic::AtomicUsize::new(0);
-    let parts: Vec<anyhow::Result<Vec<f32>>> = (0..pieces)
+    let parts: Vec<anyhow::Result<(Vec<f32>, Vec<u32>)>> = (0..pieces)
         .into_par_iter()
         .map(|p| {
             let mut state = lm.new_state();
-            let mut hs = Vec::new();
+            let (mut hs, mut next) = (Vec::new(), Vec::new());
             let end = ((p + 1) * len).min(n);
             for (i, &t) in tokens.iter().enumerate().take(end).skip(p * len) {
                 lm.step(t, &mut state)?;
                 if i % stride == 0 {
                     hs.extend_from_slice(state.context());
+                    next.push(tokens[i + 1]);
                 }
                 if i % 4096 == 0 {
                     let all = done.fetch_add(4096, std::sync::atomic::Ordering::Relaxed);
                     bar.set_position(all as u64);
                 }
             }
-            Ok(hs)
+            Ok((hs, next))
         })
         .collect();
-    let mut hs = Vec::with_capacity(n.div_ceil(stride) * d);
+    let mut c = Contexts {
+        d,
+        hs: Vec::with_capacity(n.div_ceil(stride) * d),
+        next: Vec::with_capacity(n.div_ceil(stride)),
+    };
     for part in parts {
-        hs.extend(part?);
+        let (hs, next) = part?;
+        c.hs.extend(hs);
+        c.next.extend(next);
     }
     bar.finish_and_clear();
-    Ok(Labeled::new(lm.full_head(), hs, k))
+    Ok(c)
 }

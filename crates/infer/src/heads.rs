@@ -15,13 +15,14 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::ds::DsHead;
 use crate::error::{Error, Result};
 use crate::head::SoftmaxHead;
 use crate::l2s::L2sHead;
 use crate::lm::LanguageModel;
 
 /// Head kinds this engine can load (besides `full`).
-pub const KINDS: &[&str] = &["l2s"];
+pub const KINDS: &[&str] = &["l2s", "ds"];
 pub const HEAD_MANIFEST: &str = "head.json";
 pub const HEAD_TENSORS: &str = "head.safetensors";
 pub const HEAD_FORMAT: &str = "fastsoftmax-head";
@@ -293,6 +294,7 @@ pub fn load<'a>(
         let (m, t) = read_head(&dir, lm)?;
         return match m.kind.as_str() {
             "l2s" => Ok(Box::new(L2sHead::from_files(name, &m, &t, lm)?)),
+            "ds" => Ok(Box::new(DsHead::from_files(name, &m, &t, lm)?)),
             kind => Err(Error::format(
                 dir.join(HEAD_MANIFEST),
                 format!(

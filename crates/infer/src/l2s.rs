@@ -16,18 +16,15 @@ use crate::heads::{self, HeadManifest, Tensors};
 use crate::kernels::PackedMatrix;
 use crate::lm::LanguageModel;
 use crate::lowrank::LowRank;
+use crate::routed::Routed;
 use crate::topk::TopK;
 
-/// The screening head: cluster vectors plus one packed candidate matrix per cluster.
+/// The screening head: cluster vectors `v_t` (`[r, d]`, zero bias) as routes, and each
+/// cluster's candidate rows of the exact output layer.
 #[derive(Debug, Clone)]
 pub struct L2sHead {
     name: String,
-    /// `[r, d]` cluster vectors `v_t` (zero bias): the cluster of `h` is `argmax_t v_t·h`.
-    clusters: PackedMatrix,
-    /// `[r]` candidate rows of each cluster, ids ascending.
-    sets: Vec<PackedMatrix>,
-    /// The exact output layer, used when `k` exceeds a cluster's candidate count.
-    full: Arc<PackedMatrix>,
+    routed: Routed,
 }
 
 impl L2sHead {
@@ -72,37 +69,38 @@ impl L2sHead {
             .collect::<Result<Vec<_>>>()?;
         Ok(L2sHead {
             name: name.to_string(),
-            clusters: PackedMatrix::new(clusters, &vec![0.0; r], d, None),
-            sets,
-            full: full.matrix().clone(),
+            routed: Routed {
+                routes: PackedMatrix::new(clusters, &vec![0.0; r], d, None),
+                sets,
+                full: Arc::clone(full.matrix()),
+            },
         })
     }
 
     /// Number of clusters `r`.
     pub fn n_clusters(&self) -> usize {
-        self.sets.len()
+        self.routed.n_routes()
     }
 
     /// The cluster context `h` is screened into.
     pub fn cluster_of(&self, h: &[f32]) -> usize {
-        self.clusters.argmax(h).0
+        self.routed.route_of(h)
     }
 
     /// Candidate count of each cluster.
     pub fn set_sizes(&self) -> Vec<usize> {
-        self.sets.iter().map(|s| s.n_rows()).collect()
+        self.routed.sets.iter().map(|s| s.n_rows()).collect()
     }
 
     /// Word ids of cluster `t`'s candidates, ascending.
     pub fn candidates(&self, t: usize) -> Vec<u32> {
-        let set = &self.sets[t];
-        (0..set.n_rows()).map(|i| set.id(i)).collect()
+        self.routed.ids(t)
     }
 
     /// Cluster vectors `[r, d]` row-major.
     pub fn cluster_vectors(&self) -> Vec<f32> {
         (0..self.n_clusters())
-            .flat_map(|t| self.clusters.row(t))
+            .flat_map(|t| self.routed.routes.row(t))
             .collect()
     }
 
@@ -179,7 +177,7 @@ impl L2sHead {
         out: &mut [f32],
     ) -> usize {
         fallback.logits_into(h, q, out);
-        let set = &self.sets[self.cluster_of(h)];
+        let set = &self.routed.sets[self.cluster_of(h)];
         set.for_each_logit(h, |row, logit| out[set.id(row) as usize] = logit);
         set.n_rows()
     }
@@ -190,61 +188,27 @@ impl SoftmaxHead for L2sHead {
         &self.name
     }
     fn dim(&self) -> usize {
-        self.clusters.dim()
+        self.routed.routes.dim()
     }
     fn vocab_size(&self) -> usize {
-        self.full.n_rows()
+        self.routed.full.n_rows()
     }
 
     fn top_k_into(&self, h: &[f32], k: usize, out: &mut TopK) {
-        out.reset(k);
-        let set = &self.sets[self.cluster_of(h)];
-        if set.n_rows() >= k {
-            set.scan_into(h, out);
-        } else {
-            self.full.scan_into(h, out);
-        }
+        self.routed.scan_route(self.cluster_of(h), h, k, out);
     }
 
     /// Groups the batch by cluster so each cluster's candidates stream once for all its queries.
     fn top_k_batch(&self, hs: &[f32], k: usize, out: &mut [TopK]) {
-        let d = self.dim();
-        let n = out.len();
-        let mut order: Vec<(u32, u32)> = hs
-            .chunks_exact(d)
-            .enumerate()
-            .map(|(i, h)| (self.cluster_of(h) as u32, i as u32))
+        let routed: Vec<u32> = hs
+            .chunks_exact(self.dim())
+            .map(|h| self.cluster_of(h) as u32)
             .collect();
-        order.sort_unstable();
-        let mut gathered = Vec::with_capacity(n * d);
-        let mut group: Vec<TopK> = Vec::with_capacity(n);
-        for run in order.chunk_by(|a, b| a.0 == b.0) {
-            let set = &self.sets[run[0].0 as usize];
-            let matrix = if set.n_rows() >= k { set } else { &*self.full };
-            if run.len() == 1 {
-                let i = run[0].1 as usize;
-                out[i].reset(k);
-                matrix.scan_into(&hs[i * d..(i + 1) * d], &mut out[i]);
-                continue;
-            }
-            gathered.clear();
-            group.clear();
-            for &(_, i) in run {
-                let i = i as usize;
-                gathered.extend_from_slice(&hs[i * d..(i + 1) * d]);
-                let mut t = std::mem::take(&mut out[i]);
-                t.reset(k);
-                group.push(t);
-            }
-            matrix.scan_batch(&gathered, &mut group);
-            for (&(_, i), t) in run.iter().zip(group.drain(..)) {
-                out[i as usize] = t;
-            }
-        }
+        self.routed.scan_batch(hs, &routed, k, out);
     }
 
     fn cost(&self, h: &[f32]) -> usize {
-        self.n_clusters() + self.sets[self.cluster_of(h)].n_rows()
+        self.routed.cost(h)
     }
 }
 

@@ -19,6 +19,7 @@
 //! ```
 
 pub mod artifact;
+pub mod ds;
 pub mod error;
 pub mod eval;
 pub mod full;
@@ -28,10 +29,12 @@ pub mod kernels;
 pub mod l2s;
 pub mod lm;
 pub mod lowrank;
+mod routed;
 pub mod topk;
 pub mod vocab;
 
 pub use artifact::{Cell, LmSpec, LmWeights};
+pub use ds::DsHead;
 pub use error::{Error, Result};
 pub use full::{FullHead, NaiveFullHead};
 pub use head::{check_k, check_query, SoftmaxHead};

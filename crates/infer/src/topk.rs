@@ -68,6 +68,14 @@ impl TopK {
         &self.items
     }
 
+    /// Multiplies every kept logit by `s > 0` (order is unchanged).
+    pub fn scale_logits(&mut self, s: f32) {
+        debug_assert!(s > 0.0);
+        for item in &mut self.items {
+            item.logit *= s;
+        }
+    }
+
     pub fn ids(&self) -> impl Iterator<Item = u32> + '_ {
         self.items.iter().map(|s| s.id)
     }

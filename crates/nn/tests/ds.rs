@@ -1,0 +1,60 @@
+//! The DS-Softmax paper's synthetic check (Appendix A) on the 10×10 hierarchy: every expert
+//! should keep sub-classes of mostly one super class.
+
+use burn::tensor::Device;
+use fastsoftmax_nn::synthetic;
+
+#[test]
+fn experts_recover_the_super_classes_of_the_10x10_hierarchy() {
+    let device = Device::flex().autodiff();
+    let cfg = synthetic::default_config();
+    let (r, head) = synthetic::run(10, 10, 10, &cfg, &device, &mut |_| {}).unwrap();
+    assert_eq!(head.n_experts(), 10);
+    assert!(r.purity >= 0.9, "purity {}", r.purity);
+    assert!(
+        r.full_accuracy > 0.95,
+        "the MLP did not learn: {}",
+        r.full_accuracy
+    );
+    assert!(
+        r.ds_accuracy >= r.full_accuracy - 0.02,
+        "DS {} vs full {}",
+        r.ds_accuracy,
+        r.full_accuracy
+    );
+    // Sparse: far fewer than all 100 classes per query.
+    let last = r.ds.stages.last().unwrap();
+    assert!(last.valid.mean_expert_size < 40.0, "{last:?}");
+    assert_eq!(last.lost_words, 0);
+}
+
+#[test]
+fn the_hierarchy_is_seeded_and_shares_centres_between_splits() {
+    let a = synthetic::Hierarchy::generate(3, 4, 5, 6, 7, 1);
+    let b = synthetic::Hierarchy::generate(3, 4, 5, 6, 7, 1);
+    let c = synthetic::Hierarchy::generate(3, 4, 5, 6, 7, 2);
+    assert_eq!(a.x, b.x);
+    assert_ne!(a.x, c.x);
+    assert_eq!(a.len(), 3 * 4 * 6);
+    assert_eq!(a.classes(), 12);
+    // Points of one sub-class stay near each other (std √d), far from other super classes.
+    let mean = |h: &synthetic::Hierarchy, class: u32| -> Vec<f32> {
+        let rows: Vec<&[f32]> =
+            h.y.iter()
+                .enumerate()
+                .filter(|(_, &y)| y == class)
+                .map(|(i, _)| &h.x[i * 5..(i + 1) * 5])
+                .collect();
+        (0..5)
+            .map(|j| rows.iter().map(|r| r[j]).sum::<f32>() / rows.len() as f32)
+            .collect()
+    };
+    let (ma, mc) = (mean(&a, 0), mean(&c, 0));
+    let dist: f32 = ma
+        .iter()
+        .zip(&mc)
+        .map(|(x, y)| (x - y).powi(2))
+        .sum::<f32>()
+        .sqrt();
+    assert!(dist < 5.0, "the same class moved {dist} between splits");
+}
