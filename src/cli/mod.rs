@@ -2,6 +2,7 @@
 
 mod bench;
 mod data;
+mod ds_figures;
 mod eval;
 mod plot;
 mod predict;
@@ -36,6 +37,8 @@ enum Command {
     Plot(plot::PlotArgs),
     /// The most likely next words after a prompt.
     Predict(predict::PredictArgs),
+    /// DS-Softmax figures for a trained head: training memory, redundancy vs frequency.
+    DsFigures(ds_figures::DsFiguresArgs),
     /// DS-Softmax on the paper's hierarchical Gaussian data: which sub-classes each expert keeps.
     Synthetic(synthetic::SyntheticArgs),
     /// Fetch PTB if needed, load the shipped model, and print the speedup table.
@@ -51,6 +54,7 @@ pub fn run() -> anyhow::Result<()> {
         Command::Bench(a) => bench::run(a),
         Command::Plot(a) => plot::run(a),
         Command::Predict(a) => predict::run(a),
+        Command::DsFigures(a) => ds_figures::run(a),
         Command::Synthetic(a) => synthetic::run(a),
         Command::Quickstart(a) => quickstart::run(a),
     }

@@ -75,6 +75,9 @@ pub struct DsConfig {
     /// the contexts, so every expert gets traffic from the first step — needed when the first
     /// stage has many experts, as in the synthetic check).
     pub gate_init: String,
+    /// How mitosis splits a gate row into twins `U_k ± ε`: `"kmeans"` (`ε` divides the
+    /// expert's contexts between their two 2-means centres) or `"random"` (Gaussian `ε`).
+    pub split: String,
     /// Std of the random gate, and of the antithetic noise that splits a cloned gate row.
     pub gate_noise: f64,
     pub lr: f64,
@@ -100,6 +103,7 @@ impl Default for DsConfig {
             keep_every_word: true,
             noise: 0.01,
             gate_init: "random".into(),
+            split: "random".into(),
             gate_noise: 0.5,
             lr: 1e-3,
             batch_size: 1024,
@@ -153,11 +157,12 @@ impl DsConfig {
         if self.batch_size == 0 {
             return bad("batch_size must be ≥ 1".into());
         }
-        if !matches!(self.gate_init.as_str(), "kmeans" | "random") {
-            return bad(format!(
-                "gate_init {:?} is unknown; use \"kmeans\" or \"random\"",
-                self.gate_init
-            ));
+        for (field, value) in [("gate_init", &self.gate_init), ("split", &self.split)] {
+            if !matches!(value.as_str(), "kmeans" | "random") {
+                return bad(format!(
+                    "{field} {value:?} is unknown; use \"kmeans\" or \"random\""
+                ));
+            }
         }
         Ok(())
     }
@@ -428,8 +433,28 @@ impl DsState {
     }
 
     /// Mitosis: every expert becomes two (children of `k` are `2k`, `2k + 1`), rows and Adam
-    /// state copied, each copy with fresh noise; gate rows split as `U_k ± ε`.
-    pub fn split(&mut self, noise: f64, gate_noise: f64, rng: &mut StdRng) {
+    /// state copied, each copy with fresh noise; gate rows split as `U_k ± ε`. With `data`,
+    /// `ε` makes the twins divide their parent's contexts between the two 2-means centres of
+    /// those contexts; without it (or for an expert with fewer than 2 contexts) `ε` is Gaussian
+    /// noise of std `gate_noise`.
+    pub fn split(
+        &mut self,
+        noise: f64,
+        gate_noise: f64,
+        data: Option<&Contexts>,
+        rng: &mut StdRng,
+    ) {
+        let width = self.gate.width;
+        let mut eps: Vec<Vec<f32>> = (0..self.gate.len())
+            .map(|_| jitter(&vec![0.0; width], gate_noise, rng))
+            .collect();
+        if let Some(data) = data {
+            for (k, e) in self.two_means_splits(data, rng).into_iter().enumerate() {
+                if let Some(e) = e {
+                    eps[k] = e;
+                }
+            }
+        }
         let mut experts = Vec::with_capacity(2 * self.experts.len());
         for x in self.experts.drain(..) {
             for _ in 0..2 {
@@ -439,16 +464,14 @@ impl DsState {
             }
         }
         self.experts = experts;
-        let width = self.gate.width;
         let mut gate = Rows {
             width,
             ..Rows::default()
         };
-        for k in 0..self.gate.len() {
-            let eps = jitter(&vec![0.0; width], gate_noise, rng);
+        for (k, eps) in eps.iter().enumerate() {
             for sign in [1.0f32, -1.0] {
                 gate.w
-                    .extend(self.gate.row(k).iter().zip(&eps).map(|(u, e)| u + sign * e));
+                    .extend(self.gate.row(k).iter().zip(eps).map(|(u, e)| u + sign * e));
                 gate.m
                     .extend_from_slice(&self.gate.m[k * width..(k + 1) * width]);
                 gate.v.push(self.gate.v[k]);
@@ -456,21 +479,47 @@ impl DsState {
         }
         self.gate = gate;
     }
+
+    /// For each expert, `ε = [c1 − c2, −(‖c1‖² − ‖c2‖²)/2]` from the 2-means centres of (up to
+    /// 2,000 of) its contexts, so that `(U + ε)·[h, 1] > (U − ε)·[h, 1]` exactly when `h` is
+    /// nearer `c1`. `None` for an expert with fewer than 2 contexts.
+    fn two_means_splits(&self, data: &Contexts, rng: &mut StdRng) -> Vec<Option<Vec<f32>>> {
+        let (d, k) = (self.d, self.n_experts());
+        let step = data.len().div_ceil(2_000 * k).max(1);
+        let sample: Vec<usize> = (0..data.len()).step_by(step).collect();
+        let hs: Vec<f32> = sample.iter().flat_map(|&i| data.get(i).to_vec()).collect();
+        let routes = self.route(&hs);
+        let mut groups: Vec<Vec<&[f32]>> = vec![Vec::new(); k];
+        for (h, &r) in hs.chunks(d).zip(&routes) {
+            groups[r as usize].push(h);
+        }
+        groups
+            .iter()
+            .map(|g| {
+                if g.len() < 2 {
+                    return None;
+                }
+                let c = kmeans(g, 2, 10, rng.random());
+                let sq = |v: &[f32]| v.iter().map(|x| x * x).sum::<f32>();
+                let mut e: Vec<f32> = c[0].iter().zip(&c[1]).map(|(a, b)| a - b).collect();
+                e.push(-(sq(&c[0]) - sq(&c[1])) / 2.0);
+                Some(e)
+            })
+            .collect()
+    }
 }
 
-/// A gate `[k, d + 1]` whose argmax is the nearest of `k` k-means centres `c` of (up to 20,000
-/// of) the contexts: `U_j = 2c_j`, `b_j = −‖c_j‖²`, since `‖h − c‖² = ‖h‖² − (2c·h − ‖c‖²)`.
-fn kmeans_gate(data: &Contexts, k: usize, seed: u64) -> Vec<f32> {
-    let d = data.d;
-    let step = data.len().div_ceil(20_000).max(1);
-    let sample: Vec<&[f32]> = (0..data.len()).step_by(step).map(|i| data.get(i)).collect();
-    let mut rng = StdRng::seed_from_u64(seed ^ 0x6a7e);
+/// Lloyd's k-means on `points` (each `[d]`), from `k` random points; an empty cluster restarts
+/// at a random point. Returns the centres.
+fn kmeans(points: &[&[f32]], k: usize, iters: usize, seed: u64) -> Vec<Vec<f32>> {
+    let d = points[0].len();
+    let mut rng = StdRng::seed_from_u64(seed);
     let mut centres: Vec<Vec<f32>> = (0..k)
-        .map(|_| sample[rng.random_range(0..sample.len())].to_vec())
+        .map(|_| points[rng.random_range(0..points.len())].to_vec())
         .collect();
     let dist = |a: &[f32], b: &[f32]| a.iter().zip(b).map(|(x, y)| (x - y) * (x - y)).sum::<f32>();
-    for _ in 0..15 {
-        let assign: Vec<usize> = sample
+    for _ in 0..iters {
+        let assign: Vec<usize> = points
             .par_iter()
             .map(|h| {
                 (0..k)
@@ -480,25 +529,32 @@ fn kmeans_gate(data: &Contexts, k: usize, seed: u64) -> Vec<f32> {
             .collect();
         let mut sums = vec![vec![0.0f64; d]; k];
         let mut counts = vec![0usize; k];
-        for (h, &a) in sample.iter().zip(&assign) {
+        for (h, &a) in points.iter().zip(&assign) {
             counts[a] += 1;
             for (s, &x) in sums[a].iter_mut().zip(h.iter()) {
                 *s += x as f64;
             }
         }
         for j in 0..k {
-            if counts[j] == 0 {
-                // An empty cluster restarts at a random context.
-                centres[j] = sample[rng.random_range(0..sample.len())].to_vec();
+            centres[j] = if counts[j] == 0 {
+                points[rng.random_range(0..points.len())].to_vec()
             } else {
-                centres[j] = sums[j]
+                sums[j]
                     .iter()
                     .map(|s| (s / counts[j] as f64) as f32)
-                    .collect();
-            }
+                    .collect()
+            };
         }
     }
     centres
+}
+
+/// A gate `[k, d + 1]` whose argmax is the nearest of `k` k-means centres `c` of (up to 20,000
+/// of) the contexts: `U_j = 2c_j`, `b_j = −‖c_j‖²`, since `‖h − c‖² = ‖h‖² − (2c·h − ‖c‖²)`.
+fn kmeans_gate(data: &Contexts, k: usize, seed: u64) -> Vec<f32> {
+    let step = data.len().div_ceil(20_000).max(1);
+    let sample: Vec<&[f32]> = (0..data.len()).step_by(step).map(|i| data.get(i)).collect();
+    kmeans(&sample, k, 15, seed ^ 0x6a7e)
         .iter()
         .flat_map(|c| {
             let sq: f32 = c.iter().map(|x| x * x).sum();
@@ -756,7 +812,8 @@ pub fn train_ds(
             stages.drain(..=pos);
             let mut s = DsState::from_head(head);
             if !stages.is_empty() {
-                s.split(cfg.noise, cfg.gate_noise, &mut rng);
+                let data = (cfg.split == "kmeans").then_some(train);
+                s.split(cfg.noise, cfg.gate_noise, data, &mut rng);
             }
             s
         }
@@ -854,7 +911,8 @@ pub fn train_ds(
         on_stage(&head, &rec)?;
         records.push(rec);
         if si < last_stage {
-            state.split(cfg.noise, cfg.gate_noise, &mut rng);
+            let data = (cfg.split == "kmeans").then_some(train);
+            state.split(cfg.noise, cfg.gate_noise, data, &mut rng);
             memory.push(MemoryPoint {
                 step,
                 experts: state.n_experts(),
@@ -1082,7 +1140,7 @@ mod tests {
         s.experts[1].ids.truncate(3);
         s.experts[1].rows.retain(&[true, true, true, false, false]);
         let mut rng = StdRng::seed_from_u64(3);
-        s.split(0.0, 0.2, &mut rng);
+        s.split(0.0, 0.2, None, &mut rng);
         assert_eq!(s.n_experts(), 4);
         assert_eq!(s.expert_sizes(), vec![5, 5, 3, 3], "pruning is inherited");
         assert_eq!(s.total_rows(), 16);
@@ -1158,7 +1216,13 @@ mod tests {
     fn the_kmeans_gate_routes_to_the_nearest_centre() {
         let d = 2;
         let hs: Vec<f32> = (0..200)
-            .flat_map(|i| if i % 2 == 0 { [5.0, 5.0] } else { [-5.0, 1.0] })
+            .flat_map(|i: usize| {
+                if i.is_multiple_of(2) {
+                    [5.0, 5.0]
+                } else {
+                    [-5.0, 1.0]
+                }
+            })
             .collect();
         let c = Contexts {
             d,
@@ -1172,6 +1236,28 @@ mod tests {
     }
 
     #[test]
+    fn a_two_means_split_divides_an_experts_contexts_between_the_twins() {
+        let d = 2;
+        let blob = |i: usize| {
+            if i.is_multiple_of(2) {
+                [4.0, 0.5]
+            } else {
+                [-3.0, 0.0]
+            }
+        };
+        let c = Contexts {
+            d,
+            hs: (0..300).flat_map(blob).collect(),
+            next: vec![0; 300],
+        };
+        let mut s = DsState::from_full(&fixture(3, d), 1, 0.0, 0.0, 1);
+        let mut rng = StdRng::seed_from_u64(5);
+        s.split(0.0, 0.0, Some(&c), &mut rng);
+        let r = s.route(&[3.0, 0.4, -2.0, 0.1]);
+        assert_ne!(r[0], r[1], "the twins serve different blobs");
+    }
+
+    #[test]
     fn bad_configs_are_errors() {
         let bad = |f: &dyn Fn(&mut DsConfig)| {
             let mut c = DsConfig::default();
@@ -1182,6 +1268,7 @@ mod tests {
         assert!(bad(&|c| c.start_experts = 128).contains("start_experts"));
         assert!(bad(&|c| c.lambda_lasso = f64::NAN).contains("≥ 0"));
         assert!(bad(&|c| c.gate_init = "pca".into()).contains("kmeans"));
+        assert!(bad(&|c| c.split = "halves".into()).contains("split"));
         assert_eq!(DsConfig::default().stages(), vec![2, 4, 8, 16, 32, 64]);
     }
 }

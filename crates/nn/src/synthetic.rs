@@ -158,7 +158,8 @@ pub struct SyntheticReport {
     /// Mean over non-empty experts of the share of its classes from its main super class.
     pub purity: f64,
     pub ds: DsReport,
-    /// `[experts][classes]`: 1 where the expert kept the sub-class.
+    /// `[experts][classes]`: 1 where the expert kept the sub-class (drawn, not serialized).
+    #[serde(skip)]
     pub kept: Vec<Vec<u8>>,
 }
 
@@ -190,7 +191,9 @@ pub fn run(
             .collect();
         Tensor::from_data(TensorData::new(x, [idx.len(), DIM]), device)
     };
-    for epoch in 0..30 {
+    // Enough passes for ~300k examples in all: 30 on 10×10, 5 on 100×100.
+    let epochs = (300_000 / n).clamp(5, 30);
+    for epoch in 0..epochs {
         for i in (1..n).rev() {
             order.swap(i, rng.random_range(0..=i));
         }
@@ -204,7 +207,7 @@ pub fn run(
             let grads = GradientsParams::from_grads(loss.backward(), &mlp);
             mlp = optim.step(3e-3, mlp, grads);
         }
-        if epoch % 10 == 9 {
+        if epoch % 5 == 4 || epoch + 1 == epochs {
             log(&format!(
                 "MLP pre-training epoch {}: loss {:.4}",
                 epoch + 1,
