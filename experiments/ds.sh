@@ -5,7 +5,7 @@
 # (Figure D.1), redundancy vs frequency (Figure C.1) and the synthetic check (Appendix A).
 # Raw outputs go to experiments/results/ds/; experiments/results/ds-softmax.md discusses them.
 #
-#   bash experiments/ds.sh            # ~45 min on 2 cores; run it on an otherwise idle machine
+#   bash experiments/ds.sh            # ~50 min on 2 cores; run it on an otherwise idle machine
 #
 # Heads are trained into a copy of the model under runs/ so the shipped model keeps only `ds`.
 set -euo pipefail
@@ -21,22 +21,32 @@ $B data fetch ptb
 cp "$SRC"/manifest.json "$SRC"/model.safetensors "$M"/
 rm -rf "$M"/heads
 
-# 1. DS-64 by mitosis, with every stage saved (ds-2 … ds-32).
+# 1. Mitosis 2 → 64 experts (k-means gate and splits, λ = 1e-4), every stage saved (ds-2 …
+#    ds-32); its 64-expert result, pruned for 2 epochs at λ = 1e-4, is kept as ds-fast.
 $B train-head ds --model "$M" --config experiments/configs/ds.json --save-stages --quiet \
-    2> "$OUT/train-ds64.log"
-# 2. DS-64*: the last stage again from ds-32, without the at-least-one-copy constraint.
-$B train-head ds --model "$M" --config experiments/configs/ds.json --resume-from ds-32 \
-    --allow-lost-words --name ds-star --quiet 2> "$OUT/train-ds64-star.log"
+    2> "$OUT/train-ds64-mitosis.log"
+mv "$M/heads/ds" "$M/heads/ds-fast"
+# 2. The shipped DS-64: the last stage again from ds-32 with a lighter lasso (λ = 3e-5, 1 epoch).
+$B train-head ds --model "$M" --config experiments/configs/ds-final.json --resume-from ds-32 \
+    --lambda 3e-5 --name ds --quiet 2> "$OUT/train-ds64.log"
+# 3. DS-64*: the same last stage without the at-least-one-copy constraint.
+$B train-head ds --model "$M" --config experiments/configs/ds-final.json --resume-from ds-32 \
+    --lambda 3e-5 --allow-lost-words --name ds-star --quiet 2> "$OUT/train-ds64-star.log"
+# 4. Ablation: the paper's random gate and random splits, same schedule otherwise.
+$B train-head ds --model "$M" --config experiments/configs/ds-random.json --name ds-random --quiet \
+    2> "$OUT/train-ds64-random.log"
 
-# 3. Test set: accuracy against the next word, P@k against the full softmax, speed (one run).
-$B bench --model "$M" --text data/ptb/ptb.test.txt --heads full,ds-8,ds,ds-star \
+# 5. Test set: accuracy against the next word, P@k against the full softmax, speed (one run).
+$B bench --model "$M" --text data/ptb/ptb.test.txt --heads full,ds-8,ds,ds-star,ds-fast,ds-random \
     --max-contexts 100000 --repeats 5 --json > "$OUT/bench.jsonl"
-$B bench --model "$M" --text data/ptb/ptb.test.txt --heads full,ds-2,ds-4,ds-8,ds-16,ds-32,ds,ds-star \
-    --max-contexts 100000 --repeats 3 --markdown > "$OUT/bench-stages.md"
+$B bench --model "$M" --text data/ptb/ptb.test.txt \
+    --heads full,ds-2,ds-4,ds-8,ds-16,ds-32,ds,ds-star,ds-fast,ds-random \
+    --max-contexts 100000 --repeats 5 --markdown > "$OUT/bench.md"
 
-# 4. Figures D.1 and C.1.
+# 6. Figures D.1 (from the mitosis run) and C.1 (the shipped head).
+$B ds-figures --model "$M" --head ds-fast --out "$OUT/fast"
 $B ds-figures --model "$M" --head ds --out "$OUT"
 
-# 5. Appendix A.
+# 7. Appendix A.
 $B synthetic --supers 10 --subs 10 --out "$OUT/synthetic-10x10" 2> "$OUT/synthetic-10x10.log"
 $B synthetic --supers 100 --subs 100 --config experiments/configs/ds-synthetic-100.json --out "$OUT/synthetic-100x100" 2> "$OUT/synthetic-100x100.log"

@@ -20,8 +20,10 @@
 //!
 //! Mitosis (Algorithm 2): training starts with `start_experts`; after each stage every expert is
 //! cloned into two (rows and optimizer state copied, plus noise), pruning inherited, until there
-//! are `experts`. The gate rows are cloned as `U_k ± ε` with antithetic noise, so twins split
-//! their parent's contexts instead of starting from a random gate.
+//! are `experts`. Where the paper draws a fresh random gate, we clone each gate row as `U_k ± ε`,
+//! with `ε` chosen so the twins divide their parent's contexts between the two 2-means centres
+//! of those contexts (`split = "kmeans"`; `"random"` uses Gaussian `ε`). The first gate is a
+//! k-means gate (`gate_init`).
 //!
 //! burn computes the loss and its gradients; parameters live in plain memory between steps and
 //! are updated by Adam with one second moment per row, so the lasso gradient `w/‖w‖` keeps its
@@ -70,13 +72,14 @@ pub struct DsConfig {
     pub keep_every_word: bool,
     /// Std of the noise added to the experts' copies of the pre-trained rows, and to clones.
     pub noise: f64,
-    /// How the first stage's gate starts: `"random"` (the paper; Gaussian with std
-    /// `gate_noise`) or `"kmeans"` (the gate's argmax is the nearest of `K` k-means centres of
-    /// the contexts, so every expert gets traffic from the first step — needed when the first
-    /// stage has many experts, as in the synthetic check).
+    /// How the first stage's gate starts: `"kmeans"` (the gate's argmax is the nearest of `K`
+    /// k-means centres of the contexts, so every expert gets traffic from the first step; a
+    /// must when the first stage has many experts, as in the synthetic check) or `"random"`
+    /// (the paper: Gaussian with std `gate_noise`).
     pub gate_init: String,
     /// How mitosis splits a gate row into twins `U_k ± ε`: `"kmeans"` (`ε` divides the
-    /// expert's contexts between their two 2-means centres) or `"random"` (Gaussian `ε`).
+    /// expert's contexts between their two 2-means centres; on PTB it beats `"random"` at every
+    /// stage) or `"random"` (Gaussian `ε`, std `gate_noise`).
     pub split: String,
     /// Std of the random gate, and of the antithetic noise that splits a cloned gate row.
     pub gate_noise: f64,
@@ -93,7 +96,7 @@ impl Default for DsConfig {
             experts: 64,
             start_experts: 2,
             epochs_per_stage: 1.0,
-            final_stage_epochs: 1.0,
+            final_stage_epochs: 2.0,
             prune_from: 0.3,
             prune_every: 50,
             lambda_lasso: 1e-4,
@@ -102,8 +105,8 @@ impl Default for DsConfig {
             threshold: 0.01,
             keep_every_word: true,
             noise: 0.01,
-            gate_init: "random".into(),
-            split: "random".into(),
+            gate_init: "kmeans".into(),
+            split: "kmeans".into(),
             gate_noise: 0.5,
             lr: 1e-3,
             batch_size: 1024,
