@@ -512,15 +512,35 @@ impl DsState {
     }
 }
 
-/// Lloyd's k-means on `points` (each `[d]`), from `k` random points; an empty cluster restarts
-/// at a random point. Returns the centres.
+/// Lloyd's k-means on `points` (each `[d]`), seeded by k-means++ (each new centre drawn with
+/// probability ∝ squared distance to the nearest chosen one, so well-separated groups each get
+/// a centre); an empty cluster restarts at a random point. Returns the centres.
 fn kmeans(points: &[&[f32]], k: usize, iters: usize, seed: u64) -> Vec<Vec<f32>> {
     let d = points[0].len();
     let mut rng = StdRng::seed_from_u64(seed);
-    let mut centres: Vec<Vec<f32>> = (0..k)
-        .map(|_| points[rng.random_range(0..points.len())].to_vec())
-        .collect();
     let dist = |a: &[f32], b: &[f32]| a.iter().zip(b).map(|(x, y)| (x - y) * (x - y)).sum::<f32>();
+    let mut centres: Vec<Vec<f32>> = vec![points[rng.random_range(0..points.len())].to_vec()];
+    let mut nearest: Vec<f64> = points.iter().map(|p| dist(p, &centres[0]) as f64).collect();
+    while centres.len() < k {
+        let total: f64 = nearest.iter().sum();
+        let next = if total > 0.0 {
+            let mut r = rng.random_range(0.0..total);
+            nearest
+                .iter()
+                .position(|&w| {
+                    r -= w;
+                    r < 0.0
+                })
+                .unwrap_or(points.len() - 1)
+        } else {
+            rng.random_range(0..points.len())
+        };
+        centres.push(points[next].to_vec());
+        let c = centres.last().expect("just pushed");
+        for (n, p) in nearest.iter_mut().zip(points) {
+            *n = n.min(dist(p, c) as f64);
+        }
+    }
     for _ in 0..iters {
         let assign: Vec<usize> = points
             .par_iter()
@@ -552,12 +572,28 @@ fn kmeans(points: &[&[f32]], k: usize, iters: usize, seed: u64) -> Vec<Vec<f32>>
     centres
 }
 
-/// A gate `[k, d + 1]` whose argmax is the nearest of `k` k-means centres `c` of (up to 20,000
-/// of) the contexts: `U_j = 2c_j`, `b_j = −‖c_j‖²`, since `‖h − c‖² = ‖h‖² − (2c·h − ‖c‖²)`.
+/// A gate `[k, d + 1]` whose argmax is the nearest of `k` k-means centres `c` (best of 8 runs)
+/// of (up to 20,000 of) the contexts: `U_j = 2c_j`, `b_j = −‖c_j‖²`, since `‖h − c‖² = ‖h‖² − (2c·h − ‖c‖²)`.
 fn kmeans_gate(data: &Contexts, k: usize, seed: u64) -> Vec<f32> {
     let step = data.len().div_ceil(20_000).max(1);
     let sample: Vec<&[f32]> = (0..data.len()).step_by(step).map(|i| data.get(i)).collect();
-    kmeans(&sample, k, 15, seed ^ 0x6a7e)
+    // The best of several k-means++ runs: one run can still seed two centres in one group.
+    let inertia = |c: &[Vec<f32>]| -> f64 {
+        sample
+            .par_iter()
+            .map(|h| {
+                c.iter()
+                    .map(|c| h.iter().zip(c).map(|(x, y)| (x - y) * (x - y)).sum::<f32>())
+                    .fold(f32::INFINITY, f32::min) as f64
+            })
+            .sum()
+    };
+    (0..8u64)
+        .map(|r| kmeans(&sample, k, 15, seed ^ 0x6a7e ^ (r << 32)))
+        .map(|c| (inertia(&c), c))
+        .min_by(|a, b| a.0.total_cmp(&b.0))
+        .expect("eight runs")
+        .1
         .iter()
         .flat_map(|c| {
             let sq: f32 = c.iter().map(|x| x * x).sum();

@@ -6,6 +6,8 @@ use fastsoftmax_nn::synthetic;
 
 #[test]
 fn experts_recover_the_super_classes_of_the_10x10_hierarchy() {
+    // Seeded, but burn's CPU training is not bit-reproducible from run to run here, so the
+    // result varies slightly: over 12 runs purity was 0.95–1.0.
     let device = Device::flex().autodiff();
     let cfg = synthetic::default_config();
     let (r, head) = synthetic::run(10, 10, 10, &cfg, &device, &mut |_| {}).unwrap();
