@@ -20,6 +20,7 @@ use crate::error::{Error, Result};
 use crate::head::SoftmaxHead;
 use crate::l2s::L2sHead;
 use crate::lm::LanguageModel;
+use crate::svd::SvdHead;
 
 /// Head kinds this engine can load (besides `full`).
 pub const KINDS: &[&str] = &["l2s", "ds"];
@@ -289,6 +290,10 @@ pub fn load<'a>(
     if name == "full" {
         return Ok(Box::new(lm.full_head().clone()));
     }
+    // Heads built from the output layer alone, named by their knobs.
+    if let Some((rank, n)) = SvdHead::parse_name(name) {
+        return Ok(Box::new(SvdHead::new(lm.full_head(), rank, n)?));
+    }
     let dir = model_dir.join("heads").join(name);
     if dir.join(HEAD_MANIFEST).exists() {
         let (m, t) = read_head(&dir, lm)?;
@@ -305,7 +310,7 @@ pub fn load<'a>(
         };
     }
     Err(Error::Invalid(format!(
-        "no head named {name:?} for this model: {} {}; available: {}",
+        "no head named {name:?} for this model: {} {}; available: {} (and built from the output layer: svd-rR-nN)",
         dir.display(),
         if dir.exists() {
             "has no head.json"

@@ -30,6 +30,7 @@ pub mod l2s;
 pub mod lm;
 pub mod lowrank;
 mod routed;
+pub mod svd;
 pub mod topk;
 pub mod vocab;
 
@@ -41,6 +42,7 @@ pub use head::{check_k, check_query, SoftmaxHead};
 pub use l2s::L2sHead;
 pub use lm::{LanguageModel, LmState};
 pub use lowrank::LowRank;
+pub use svd::SvdHead;
 pub use topk::{Scored, TopK};
 pub use vocab::Vocab;
 

@@ -78,6 +78,13 @@ impl LowRank {
         self.rows.logits_into(q, out);
     }
 
+    /// Offers every word's approximate logit to `out` (which the caller has reset); `q` is
+    /// scratch `[rank]`.
+    pub fn scan_into(&self, h: &[f32], q: &mut [f32], out: &mut crate::topk::TopK) {
+        self.proj.logits_into(h, q);
+        self.rows.scan_into(q, out);
+    }
+
     /// Multiply-adds per query, in units of one length-`d` dot product.
     pub fn cost(&self) -> f64 {
         let (r, d) = (self.rank() as f64, self.proj.dim() as f64);

@@ -1,0 +1,162 @@
+//! SVD-softmax (Shim et al., NeurIPS 2017): preview every word's logit from a rank-`r`
+//! factorisation of the output layer, then compute exact logits only for the `N` words with the
+//! best previews. Built from the model's own output layer, no training; named `svd-rR-nN`.
+//!
+//! Cost per query, in length-`d` dot products: `r` (projecting `h`) + `vocab·r/d` (the
+//! preview) + `N` (exact logits), against `vocab` for the full softmax. With `r = d` and
+//! `N = vocab` it is the full softmax.
+
+use std::cell::RefCell;
+
+use crate::error::{Error, Result};
+use crate::full::FullHead;
+use crate::head::SoftmaxHead;
+use crate::lowrank::LowRank;
+use crate::topk::TopK;
+
+#[derive(Debug, Clone)]
+pub struct SvdHead {
+    name: String,
+    /// Rank-`r` preview of every word's logit.
+    preview: LowRank,
+    /// `[vocab, d]` row-major, for the exact logits of the previewed candidates.
+    weights: Vec<f32>,
+    /// `[vocab]`
+    bias: Vec<f32>,
+    n_candidates: usize,
+}
+
+thread_local! {
+    /// Per-thread scratch, so queries do not allocate once warm: the projected context `[r]`,
+    /// the preview logits `[vocab]` and a copy of them for selecting the `N`-th largest.
+    static SCRATCH: RefCell<(Vec<f32>, Vec<f32>, Vec<f32>)> =
+        const { RefCell::new((Vec::new(), Vec::new(), Vec::new())) };
+}
+
+impl SvdHead {
+    /// The head with preview width `rank` (`1..=d`) and `n_candidates` (`1..=vocab`) exact
+    /// logits per query.
+    pub fn new(full: &FullHead, rank: usize, n_candidates: usize) -> Result<Self> {
+        let (d, vocab) = (full.dim(), full.vocab_size());
+        if n_candidates == 0 || n_candidates > vocab {
+            return Err(Error::Invalid(format!(
+                "svd: N = {n_candidates} candidates is out of range: choose 1 ≤ N ≤ {vocab}"
+            )));
+        }
+        let m = full.matrix();
+        let weights: Vec<f32> = (0..vocab).flat_map(|i| m.row(i)).collect();
+        debug_assert_eq!(weights.len(), vocab * d);
+        Ok(SvdHead {
+            name: format!("svd-r{rank}-n{n_candidates}"),
+            preview: LowRank::new(full, rank)?,
+            weights,
+            bias: (0..vocab).map(|i| m.bias(i)).collect(),
+            n_candidates,
+        })
+    }
+
+    /// `(r, N)` if `name` is `svd-rR-nN`.
+    pub fn parse_name(name: &str) -> Option<(usize, usize)> {
+        let rest = name.strip_prefix("svd-r")?;
+        let (r, n) = rest.split_once("-n")?;
+        Some((r.parse().ok()?, n.parse().ok()?))
+    }
+
+    pub fn rank(&self) -> usize {
+        self.preview.rank()
+    }
+
+    pub fn n_candidates(&self) -> usize {
+        self.n_candidates
+    }
+}
+
+impl SoftmaxHead for SvdHead {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn dim(&self) -> usize {
+        self.weights.len() / self.bias.len()
+    }
+    fn vocab_size(&self) -> usize {
+        self.bias.len()
+    }
+
+    fn top_k_into(&self, h: &[f32], k: usize, out: &mut TopK) {
+        let (d, n) = (self.dim(), self.n_candidates.max(k));
+        SCRATCH.with(|s| {
+            let (q, preview, sorted) = &mut *s.borrow_mut();
+            q.resize(self.rank(), 0.0);
+            preview.resize(self.vocab_size(), 0.0);
+            self.preview.logits_into(h, q, preview);
+            // The N-th best preview, by selection (linear) rather than a size-N heap.
+            sorted.clear();
+            sorted.extend_from_slice(preview);
+            let (_, &mut cut, _) = sorted.select_nth_unstable_by(n - 1, |a, b| b.total_cmp(a));
+            let above = preview.iter().filter(|&&p| p > cut).count();
+            let mut ties = n - above;
+            out.reset(k);
+            // Exact logits in id order, so ties break as in the full head.
+            for (i, &p) in preview.iter().enumerate() {
+                let take = p > cut || (p == cut && ties > 0);
+                if !take {
+                    continue;
+                }
+                if p == cut {
+                    ties -= 1;
+                }
+                let w = &self.weights[i * d..(i + 1) * d];
+                out.push(i as u32, crate::kernels::dot(w, h) + self.bias[i]);
+            }
+        });
+    }
+
+    fn cost(&self, _h: &[f32]) -> usize {
+        (self.preview.cost() + self.n_candidates as f64).round() as usize
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernels::seeded_values as values;
+
+    #[test]
+    fn full_rank_and_every_candidate_is_the_full_softmax() {
+        let (v, d) = (300, 16);
+        let full = FullHead::new(&values(v * d, 1), &values(v, 2), d).unwrap();
+        let head = SvdHead::new(&full, d, v).unwrap();
+        assert_eq!(head.name(), "svd-r16-n300");
+        for h in values(40 * d, 3).chunks(d) {
+            let want: Vec<u32> = full.top_k(h, 10).unwrap().iter().map(|s| s.id).collect();
+            let got: Vec<u32> = head.top_k(h, 10).unwrap().iter().map(|s| s.id).collect();
+            assert_eq!(got, want);
+        }
+    }
+
+    #[test]
+    fn a_narrow_preview_still_finds_the_top_word_of_a_low_rank_layer() {
+        // A rank-2 layer: a rank-2 preview is exact, so 5 candidates always hold the top word.
+        let (v, d) = (200, 12);
+        let a = values(v * 2, 4);
+        let b = values(2 * d, 5);
+        let w: Vec<f32> = (0..v)
+            .flat_map(|i| (0..d).map(move |j| (i, j)))
+            .map(|(i, j)| a[i * 2] * b[j] + a[i * 2 + 1] * b[d + j])
+            .collect();
+        let full = FullHead::new(&w, &vec![0.0; v], d).unwrap();
+        let head = SvdHead::new(&full, 2, 5).unwrap();
+        for h in values(30 * d, 6).chunks(d) {
+            assert_eq!(
+                head.top_k(h, 1).unwrap()[0].id,
+                full.top_k(h, 1).unwrap()[0].id
+            );
+        }
+        assert!(head.cost(&[]) < v);
+        assert_eq!(SvdHead::parse_name("svd-r20-n500"), Some((20, 500)));
+        assert_eq!(SvdHead::parse_name("svd-20"), None);
+        assert!(SvdHead::new(&full, 0, 5).is_err());
+        assert!(SvdHead::new(&full, 2, 0).is_err());
+        assert!(SvdHead::new(&full, 2, v + 1).is_err());
+    }
+}
