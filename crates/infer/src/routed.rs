@@ -56,7 +56,7 @@ impl Routed {
     }
 
     /// Groups the batch by route so each route's rows stream once for all its queries.
-    /// Returns nothing; `routed[i]` must be the route of context `i`.
+    /// `routed[i]` is the route of context `i` (`hs` is `[n, d]`, `out` is `[n]`).
     pub fn scan_batch(&self, hs: &[f32], routed: &[u32], k: usize, out: &mut [TopK]) {
         let d = self.routes.dim();
         let n = out.len();
