@@ -6,6 +6,8 @@ use clap::Args;
 use fastsoftmax_infer::eval::{self, HeadReport};
 use fastsoftmax_infer::{heads, LanguageModel, SoftmaxHead};
 
+use super::export_npy::{write_npy, Npy};
+
 #[derive(Args, Debug)]
 pub struct BenchArgs {
     /// Model directory, e.g. assets/models/ptb-small-lstm.
@@ -90,7 +92,7 @@ pub fn bench(
         .collect::<Result<Vec<_>, _>>()?;
     let contexts = eval::collect_contexts(lm, tokens, max_contexts)?;
     if let Some(path) = save_contexts {
-        write_npy(path, &contexts.hs, [contexts.len(), contexts.d])?;
+        write_npy(path, Npy::F32(&contexts.hs), &[contexts.len(), contexts.d])?;
     }
     eprintln!(
         "benchmarking {} on {} contexts of {} (single thread, batch 1 and {}, {} passes each)",
@@ -164,22 +166,4 @@ pub fn print_table(reports: &[HeadReport], markdown: bool) {
     for row in &rows {
         line(row);
     }
-}
-
-/// Writes a C-order float32 `.npy` file (format 1.0).
-fn write_npy(path: &Path, data: &[f32], shape: [usize; 2]) -> anyhow::Result<()> {
-    let mut header = format!(
-        "{{'descr': '<f4', 'fortran_order': False, 'shape': ({}, {}), }}",
-        shape[0], shape[1]
-    );
-    // Magic (6) + version (2) + header length (2) + header, padded with spaces to 64 bytes, ending in \n.
-    let total = (10 + header.len() + 1).div_ceil(64) * 64;
-    header.push_str(&" ".repeat(total - 10 - header.len() - 1));
-    header.push('\n');
-    let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
-    bytes.extend_from_slice(&(header.len() as u16).to_le_bytes());
-    bytes.extend_from_slice(header.as_bytes());
-    bytes.extend(data.iter().flat_map(|x| x.to_le_bytes()));
-    fastsoftmax_infer::artifact::write_atomic(path, &bytes)?;
-    Ok(())
 }

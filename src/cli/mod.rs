@@ -4,6 +4,7 @@ mod bench;
 mod data;
 mod ds_figures;
 mod eval;
+mod export_npy;
 mod plot;
 mod predict;
 mod quickstart;
@@ -33,6 +34,8 @@ enum Command {
     Eval(eval::EvalArgs),
     /// Precision, accuracy and speed of softmax heads against the exact full softmax.
     Bench(bench::BenchArgs),
+    /// The output layer and a text's contexts as .npy arrays, for peer scripts (numpy, faiss).
+    ExportNpy(export_npy::ExportNpyArgs),
     /// Precision-versus-speedup figures (PNG + SVG) from `bench --json` rows.
     Plot(plot::PlotArgs),
     /// The most likely next words after a prompt.
@@ -52,6 +55,7 @@ pub fn run() -> anyhow::Result<()> {
         Command::TrainHead(a) => train_head::run(a),
         Command::Eval(a) => eval::run(a),
         Command::Bench(a) => bench::run(a),
+        Command::ExportNpy(a) => export_npy::run(a),
         Command::Plot(a) => plot::run(a),
         Command::Predict(a) => predict::run(a),
         Command::DsFigures(a) => ds_figures::run(a),
