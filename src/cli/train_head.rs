@@ -6,9 +6,9 @@ use std::time::Instant;
 use anyhow::Context;
 use clap::{Args, Subcommand};
 use fastsoftmax_infer::eval::Contexts;
-use fastsoftmax_infer::{DsHead, L2sHead, LanguageModel};
-use fastsoftmax_nn::ds::{train_ds, DsConfig, DsReport, StageRecord};
-use fastsoftmax_nn::l2s::{train_l2s, L2sConfig, L2sReport, Labeled};
+use fastsoftmax_infer::{DsHead, LanguageModel};
+use fastsoftmax_nn::ds::{train_ds, DsConfig, StageRecord};
+use fastsoftmax_nn::l2s::{train_l2s, L2sConfig, Labeled};
 use fastsoftmax_nn::Backend;
 use indicatif::{ProgressBar, ProgressStyle};
 use rayon::prelude::*;
@@ -221,7 +221,25 @@ fn run_l2s(a: L2sArgs) -> anyhow::Result<()> {
             &mut log,
         )
         .with_context(|| format!("training the L2S head for {}", a.model.display()))?;
-        save(&a.model, &lm, &name, &cfg, &head, &report, &log_text)?;
+        let out = write_head(
+            &a.model,
+            &name,
+            &cfg,
+            &report,
+            &log_text,
+            |dir, t, extra| head.save(dir, &lm, t, extra),
+        )?;
+        let best = &report.rounds[report.best_round];
+        println!(
+            "saved {} · validation P@1 {:.4} P@{} {:.4} · {:.1} candidates per context + {} clusters = {:.1}× fewer dot products",
+            out.display(),
+            best.valid_p1,
+            cfg.top_k,
+            best.valid_pk,
+            best.valid_mean_candidates,
+            cfg.clusters,
+            lm.spec().vocab_size as f64 / (best.valid_mean_candidates + cfg.clusters as f64)
+        );
     }
     Ok(())
 }
@@ -312,26 +330,13 @@ fn run_ds(a: DsArgs) -> anyhow::Result<()> {
         &mut on_stage,
     )
     .with_context(|| format!("training the DS head for {}", a.model.display()))?;
-    save_ds(&a.model, &lm, &a.name, &cfg, &head, &report, &log_text)
-}
-
-/// Writes a DS head with its config, command, log and report, and prints a summary line.
-fn save_ds(
-    model: &Path,
-    lm: &LanguageModel,
-    name: &str,
-    cfg: &DsConfig,
-    head: &DsHead,
-    report: &DsReport,
-    log_text: &str,
-) -> anyhow::Result<()> {
     let out = write_head(
-        model,
-        name,
-        cfg,
-        report,
-        log_text,
-        |dir, training, extra| head.save(dir, lm, training, extra),
+        &a.model,
+        &a.name,
+        &cfg,
+        &report,
+        &log_text,
+        |dir, t, extra| head.save(dir, &lm, t, extra),
     )?;
     let last = report.stages.last().expect("at least one stage");
     println!(
@@ -347,40 +352,9 @@ fn save_ds(
     Ok(())
 }
 
-/// Writes an L2S head with its config, command, log and report, and prints a summary line.
-fn save(
-    model: &Path,
-    lm: &LanguageModel,
-    name: &str,
-    cfg: &L2sConfig,
-    head: &L2sHead,
-    report: &L2sReport,
-    log_text: &str,
-) -> anyhow::Result<()> {
-    let out = write_head(
-        model,
-        name,
-        cfg,
-        report,
-        log_text,
-        |dir, training, extra| head.save(dir, lm, training, extra),
-    )?;
-    let best = &report.rounds[report.best_round];
-    println!(
-        "saved {} · validation P@1 {:.4} P@{} {:.4} · {:.1} candidates per context + {} clusters = {:.1}× fewer dot products",
-        out.display(),
-        best.valid_p1,
-        cfg.top_k,
-        best.valid_pk,
-        best.valid_mean_candidates,
-        cfg.clusters,
-        lm.spec().vocab_size as f64 / (best.valid_mean_candidates + cfg.clusters as f64)
-    );
-    Ok(())
-}
-
 /// Writes head `name` of `model` through `save` (atomically, with `training` = the command and
-/// `report` in its manifest) and config.json, command.txt and train.log beside it.
+/// `report` in its manifest) and config.json, command.txt and train.log beside it; returns its
+/// directory.
 fn write_head(
     model: &Path,
     name: &str,

@@ -213,29 +213,16 @@ impl DsHead {
         let gate = t.f32("gate", &[k, d])?;
         let gate_bias = t.f32("gate_bias", &[k])?;
         let ids = t.u32("ids")?;
-        let offsets = t.u32("offsets")?;
         let n = ids.len();
         let weights = t.f32("weights", &[n, d])?;
         let bias = t.f32("bias", &[n])?;
-        let ok = offsets.len() == k + 1
-            && offsets[0] == 0
-            && offsets.windows(2).all(|w| w[0] <= w[1])
-            && offsets[k] as usize == n;
-        if !ok {
-            return Err(Error::format(
-                t.origin(),
-                format!("`offsets` does not split {n} rows into {k} experts; the file is corrupt — retrain the head"),
-            ));
-        }
-        let experts: Vec<Expert> = offsets
-            .windows(2)
-            .map(|w| {
-                let (a, b) = (w[0] as usize, w[1] as usize);
-                Expert {
-                    ids: ids[a..b].to_vec(),
-                    weights: weights[a * d..b * d].to_vec(),
-                    bias: bias[a..b].to_vec(),
-                }
+        let experts: Vec<Expert> = t
+            .groups(n, k, "rows", "experts")?
+            .into_iter()
+            .map(|g| Expert {
+                ids: ids[g.clone()].to_vec(),
+                weights: weights[g.start * d..g.end * d].to_vec(),
+                bias: bias[g].to_vec(),
             })
             .collect();
         Self::new(name, lm.full_head(), &gate, &gate_bias, &experts)

@@ -141,6 +141,33 @@ impl Tensors {
             .collect())
     }
 
+    /// The `[groups + 1]` tensor `offsets`, which must split `total` rows into `groups`
+    /// contiguous runs, as index ranges. `rows`/`what` name them in the error ("candidate ids",
+    /// "clusters").
+    pub fn groups(
+        &self,
+        total: usize,
+        groups: usize,
+        rows: &str,
+        what: &str,
+    ) -> Result<Vec<std::ops::Range<usize>>> {
+        let offsets = self.u32("offsets")?;
+        let ok = offsets.len() == groups + 1
+            && offsets[0] == 0
+            && offsets.windows(2).all(|w| w[0] <= w[1])
+            && offsets[groups] as usize == total;
+        if !ok {
+            return Err(Error::format(
+                &self.origin,
+                format!("`offsets` does not split {total} {rows} into {groups} {what}; the file is corrupt — retrain the head"),
+            ));
+        }
+        Ok(offsets
+            .windows(2)
+            .map(|w| w[0] as usize..w[1] as usize)
+            .collect())
+    }
+
     pub fn origin(&self) -> &Path {
         &self.origin
     }

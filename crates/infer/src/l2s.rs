@@ -147,20 +147,10 @@ impl L2sHead {
         let r = m.params["clusters"].as_u64().unwrap_or(0) as usize;
         let clusters = t.f32("clusters", &[r, m.d])?;
         let ids = t.u32("candidates")?;
-        let offsets = t.u32("offsets")?;
-        let ok = offsets.len() == r + 1
-            && offsets[0] == 0
-            && offsets.windows(2).all(|w| w[0] <= w[1])
-            && offsets[r] as usize == ids.len();
-        if !ok {
-            return Err(Error::format(
-                t.origin(),
-                format!("`offsets` does not split {} candidate ids into {r} clusters; the file is corrupt — retrain the head", ids.len()),
-            ));
-        }
-        let sets: Vec<Vec<u32>> = offsets
-            .windows(2)
-            .map(|w| ids[w[0] as usize..w[1] as usize].to_vec())
+        let sets: Vec<Vec<u32>> = t
+            .groups(ids.len(), r, "candidate ids", "clusters")?
+            .into_iter()
+            .map(|g| ids[g].to_vec())
             .collect();
         Self::new(name, lm.full_head(), &clusters, &sets)
             .map_err(|e| Error::format(t.origin(), e.to_string()))

@@ -490,7 +490,10 @@ impl DsState {
         let (d, k) = (self.d, self.n_experts());
         let step = data.len().div_ceil(2_000 * k).max(1);
         let sample: Vec<usize> = (0..data.len()).step_by(step).collect();
-        let hs: Vec<f32> = sample.iter().flat_map(|&i| data.get(i).to_vec()).collect();
+        let mut hs = Vec::with_capacity(sample.len() * d);
+        for &i in &sample {
+            hs.extend_from_slice(data.get(i));
+        }
         let routes = self.route(&hs);
         let mut groups: Vec<Vec<&[f32]>> = vec![Vec::new(); k];
         for (h, &r) in hs.chunks(d).zip(&routes) {
@@ -518,9 +521,11 @@ impl DsState {
 fn kmeans(points: &[&[f32]], k: usize, iters: usize, seed: u64) -> Vec<Vec<f32>> {
     let d = points[0].len();
     let mut rng = StdRng::seed_from_u64(seed);
-    let dist = |a: &[f32], b: &[f32]| a.iter().zip(b).map(|(x, y)| (x - y) * (x - y)).sum::<f32>();
     let mut centres: Vec<Vec<f32>> = vec![points[rng.random_range(0..points.len())].to_vec()];
-    let mut nearest: Vec<f64> = points.iter().map(|p| dist(p, &centres[0]) as f64).collect();
+    let mut nearest: Vec<f64> = points
+        .iter()
+        .map(|p| sq_dist(p, &centres[0]) as f64)
+        .collect();
     while centres.len() < k {
         let total: f64 = nearest.iter().sum();
         let next = if total > 0.0 {
@@ -538,7 +543,7 @@ fn kmeans(points: &[&[f32]], k: usize, iters: usize, seed: u64) -> Vec<Vec<f32>>
         centres.push(points[next].to_vec());
         let c = centres.last().expect("just pushed");
         for (n, p) in nearest.iter_mut().zip(points) {
-            *n = n.min(dist(p, c) as f64);
+            *n = n.min(sq_dist(p, c) as f64);
         }
     }
     for _ in 0..iters {
@@ -546,7 +551,7 @@ fn kmeans(points: &[&[f32]], k: usize, iters: usize, seed: u64) -> Vec<Vec<f32>>
             .par_iter()
             .map(|h| {
                 (0..k)
-                    .min_by(|&a, &b| dist(h, &centres[a]).total_cmp(&dist(h, &centres[b])))
+                    .min_by(|&a, &b| sq_dist(h, &centres[a]).total_cmp(&sq_dist(h, &centres[b])))
                     .unwrap_or(0)
             })
             .collect();
@@ -583,7 +588,7 @@ fn kmeans_gate(data: &Contexts, k: usize, seed: u64) -> Vec<f32> {
             .par_iter()
             .map(|h| {
                 c.iter()
-                    .map(|c| h.iter().zip(c).map(|(x, y)| (x - y) * (x - y)).sum::<f32>())
+                    .map(|c| sq_dist(h, c))
                     .fold(f32::INFINITY, f32::min) as f64
             })
             .sum()
@@ -600,6 +605,10 @@ fn kmeans_gate(data: &Contexts, k: usize, seed: u64) -> Vec<f32> {
             c.iter().map(|x| 2.0 * x).chain([-sq])
         })
         .collect()
+}
+
+fn sq_dist(a: &[f32], b: &[f32]) -> f32 {
+    a.iter().zip(b).map(|(x, y)| (x - y) * (x - y)).sum()
 }
 
 fn jitter(x: &[f32], std: f64, rng: &mut StdRng) -> Vec<f32> {
