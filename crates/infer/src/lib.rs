@@ -29,6 +29,7 @@ pub mod kernels;
 pub mod l2s;
 pub mod lm;
 pub mod lowrank;
+pub mod mips;
 mod routed;
 pub mod svd;
 pub mod topk;
