@@ -348,4 +348,84 @@ fn train_eval_bench_predict() {
         ]);
         assert!(!ok && err.contains("--features ndarray"), "{err}");
     }
+    // Frequency-bucketed heads on the frozen LM, then `compare` over them and SVD.
+    let train_bucketed = |kind: &str, extra: &[&str]| {
+        let (model, train, valid) = (s("m"), s("ptb.train.txt"), s("ptb.valid.txt"));
+        let mut args = vec!["train-head", kind, "--model", &model, "--train", &train];
+        args.extend(["--valid", valid.as_str(), "--quiet", "--max-contexts", "0"]);
+        args.extend_from_slice(extra);
+        cli(&args)
+    };
+    for kind in ["dsoftmax", "adaptive"] {
+        let (ok, out, err) = train_bucketed(kind, &["--cutoffs", "4,8", "--epochs", "2"]);
+        assert!(ok, "{err}");
+        assert!(
+            out.contains(&format!("heads/{kind}")) && out.contains("P@1"),
+            "{out}"
+        );
+        assert!(
+            err.contains("init from the output layer") && err.contains("epoch 2"),
+            "{err}"
+        );
+        let again = format!("{kind}-again");
+        let (ok, _, err) = train_bucketed(
+            kind,
+            &["--resume-from", kind, "--epochs", "1", "--name", &again],
+        );
+        assert!(ok && err.contains("epoch 1"), "{err}");
+    }
+    let (ok, _, err) = train_bucketed("adaptive", &["--cutoffs", "8,4"]);
+    assert!(!ok && err.contains("cutoffs"), "{err}");
+    let (ok, _, err) = train_bucketed("adaptive", &["--resume-from", "dsoftmax"]);
+    assert!(!ok && err.contains("not adaptive"), "{err}");
+    let (ok, _, err) = train_bucketed("dsoftmax", &["--target", "words"]);
+    assert!(!ok && err.contains("teacher or data"), "{err}");
+    let (ok, out, err) = cli(&[
+        "compare",
+        "--model",
+        &s("m"),
+        "--text",
+        &s("ptb.train.txt"),
+        "--heads",
+        "svd,dsoftmax,adaptive",
+        "--max-contexts",
+        "200",
+        "--repeats",
+        "1",
+        "--out",
+        &s("cmp/table2"),
+    ]);
+    assert!(ok, "{err}");
+    assert!(
+        out.contains("SVD-softmax") && out.contains("D-softmax"),
+        "{out}"
+    );
+    let rows = std::fs::read_to_string(d.join("cmp/table2.jsonl")).unwrap();
+    let methods: Vec<String> = rows
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["method"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    assert!(
+        methods.contains(&"svd".to_string()) && methods.contains(&"adaptive".to_string()),
+        "{methods:?}"
+    );
+    // `dsoftmax-again` is a second D-softmax head: the kind has two rows.
+    assert_eq!(
+        methods.iter().filter(|m| *m == "dsoftmax").count(),
+        2,
+        "{methods:?}"
+    );
+    let md = std::fs::read_to_string(d.join("cmp/table2.md")).unwrap();
+    assert!(
+        md.contains("git revision") && md.contains("## Every setting"),
+        "{md}"
+    );
+    for f in ["cmp/table2-p_at_1.png", "cmp/table2-p_at_5.svg"] {
+        assert!(d.join(f).exists(), "missing {f}");
+    }
 }

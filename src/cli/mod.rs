@@ -1,6 +1,7 @@
 //! Argument parsing and dispatch. Each subcommand lives in its own file.
 
 mod bench;
+mod compare;
 mod data;
 mod ds_figures;
 mod eval;
@@ -28,12 +29,14 @@ enum Command {
     Data(data::DataArgs),
     /// Train an LSTM/GRU language model from a JSON config and export it for the engine.
     TrainLm(train::TrainLmArgs),
-    /// Train a fast softmax head (`train-head l2s`, `train-head ds`) for a model; saved under MODEL/heads/NAME.
+    /// Train a fast softmax head (l2s, ds, adaptive, dsoftmax) for a model; saved under MODEL/heads/NAME.
     TrainHead(train_head::TrainHeadArgs),
     /// Perplexity of a model on a tokenized text.
     Eval(eval::EvalArgs),
     /// Precision, accuracy and speed of softmax heads against the exact full softmax.
     Bench(bench::BenchArgs),
+    /// Sweep every method's knob on one model and text: Table 2 at P@1 ≥ 0.97, P@1/P@5 vs speedup plots, JSON.
+    Compare(compare::CompareArgs),
     /// The output layer and a text's contexts as .npy arrays, for peer scripts (numpy, faiss).
     ExportNpy(export_npy::ExportNpyArgs),
     /// Precision-versus-speedup figures (PNG + SVG) from `bench --json` rows.
@@ -55,6 +58,7 @@ pub fn run() -> anyhow::Result<()> {
         Command::TrainHead(a) => train_head::run(a),
         Command::Eval(a) => eval::run(a),
         Command::Bench(a) => bench::run(a),
+        Command::Compare(a) => compare::run(a),
         Command::ExportNpy(a) => export_npy::run(a),
         Command::Plot(a) => plot::run(a),
         Command::Predict(a) => predict::run(a),

@@ -35,6 +35,23 @@ pub struct Series {
     pub points: Vec<(f64, f64)>,
 }
 
+impl Series {
+    /// Groups `(curve, x, y)` points into curves (by name), each sorted by x.
+    pub fn group(points: impl IntoIterator<Item = (String, f64, f64)>) -> Vec<Series> {
+        let mut curves: BTreeMap<String, Vec<(f64, f64)>> = BTreeMap::new();
+        for (name, x, y) in points {
+            curves.entry(name).or_default().push((x, y));
+        }
+        curves
+            .into_iter()
+            .map(|(name, mut points)| {
+                points.sort_by(|p, q| p.0.total_cmp(&q.0));
+                Series { name, points }
+            })
+            .collect()
+    }
+}
+
 /// The curve a head belongs to: its name without a trailing knob setting `-b<number>` (so
 /// `l2s-r100-b50` and `l2s-r100-b200` form the curve `l2s-r100`).
 pub fn series_of(head: &str) -> &str {
@@ -70,24 +87,15 @@ pub fn run(a: PlotArgs) -> anyhow::Result<()> {
         );
     }
     for y in &a.y {
-        let mut curves: BTreeMap<String, Vec<(f64, f64)>> = BTreeMap::new();
+        let mut points = Vec::new();
         for r in &rows {
             let head = r["head"].as_str().unwrap_or("?");
             let (Some(xv), Some(yv)) = (r[&a.x].as_f64(), r[y].as_f64()) else {
                 anyhow::bail!("row of {head} lacks numeric fields {:?} and {y:?}", a.x);
             };
-            curves
-                .entry(series_of(head).to_string())
-                .or_default()
-                .push((xv, yv));
+            points.push((series_of(head).to_string(), xv, yv));
         }
-        let series: Vec<Series> = curves
-            .into_iter()
-            .map(|(name, mut points)| {
-                points.sort_by(|p, q| p.0.total_cmp(&q.0));
-                Series { name, points }
-            })
-            .collect();
+        let series = Series::group(points);
         let mut stem = a.out.clone().into_os_string();
         stem.push(format!("-{y}"));
         let label = match y.as_str() {

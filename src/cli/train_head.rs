@@ -6,7 +6,10 @@ use std::time::Instant;
 use anyhow::Context;
 use clap::{Args, Subcommand};
 use fastsoftmax_infer::eval::Contexts;
-use fastsoftmax_infer::{DsHead, LanguageModel};
+use fastsoftmax_infer::{AdaptiveHead, DsHead, DsoftmaxHead, LanguageModel};
+use fastsoftmax_nn::bucketed::{
+    train_bucketed, BucketConfig, BucketKind, BucketedHead, EpochRecord, Target,
+};
 use fastsoftmax_nn::ds::{train_ds, DsConfig, StageRecord};
 use fastsoftmax_nn::l2s::{train_l2s, L2sConfig, Labeled};
 use fastsoftmax_nn::Backend;
@@ -27,6 +30,57 @@ enum HeadKind {
     /// DS-Softmax (doubly sparse): a gate picks one of K sparse experts, retrained from the
     /// model's output layer with group lasso, load balancing, pruning and mitosis (2 → K).
     Ds(DsArgs),
+    /// D-softmax (differentiated softmax): frequency buckets with narrower embeddings for rarer
+    /// words (PTB: 2,500 / 2,500 / 5,000 words at d, d/2, d/4), one softmax, trained on the
+    /// frozen LM.
+    Dsoftmax(BucketArgs),
+    /// Adaptive softmax: frequent words + one row per tail cluster at full width, rarer
+    /// clusters at d/4, d/16; prediction stops when the top-k are in the head. Trained on the
+    /// frozen LM.
+    Adaptive(BucketArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct BucketArgs {
+    /// Model directory (from `train-lm`), e.g. assets/models/ptb-small-lstm.
+    #[arg(long)]
+    model: PathBuf,
+    /// JSON with any of the hyper-parameters (see experiments/configs/{dsoftmax,adaptive}.json);
+    /// flags below override it.
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// Frequency ranks where buckets end, e.g. 2000,5000 (for adaptive: the first is the head
+    /// size) [default dsoftmax 2500,5000; adaptive 2000,5000].
+    #[arg(long, value_delimiter = ',')]
+    cutoffs: Vec<usize>,
+    /// Learn the full softmax's distribution (teacher, default) or the true next word (data).
+    #[arg(long)]
+    target: Option<String>,
+    /// Passes over the training contexts [default 1].
+    #[arg(long)]
+    epochs: Option<usize>,
+    /// Use at most N training contexts, evenly spaced (0 = all) [default 200000].
+    #[arg(long)]
+    max_contexts: Option<usize>,
+    /// Continue from this trained head of the same kind and model (an interrupted run's
+    /// checkpoint: the head is saved after every epoch); its cut-offs and widths are kept.
+    #[arg(long)]
+    resume_from: Option<String>,
+    /// Training text (one tokenized sentence per line).
+    #[arg(long, default_value = "data/ptb/ptb.train.txt")]
+    train: PathBuf,
+    /// Validation text, scored after every epoch.
+    #[arg(long, default_value = "data/ptb/ptb.valid.txt")]
+    valid: PathBuf,
+    /// Save as MODEL/heads/NAME [default: the kind].
+    #[arg(long)]
+    name: Option<String>,
+    /// burn backend: flex (default), ndarray or wgpu.
+    #[arg(long, default_value = "flex")]
+    backend: String,
+    /// No progress bars.
+    #[arg(long)]
+    quiet: bool,
 }
 
 #[derive(Args, Debug)]
@@ -124,6 +178,8 @@ pub fn run(a: TrainHeadArgs) -> anyhow::Result<()> {
     match a.kind {
         HeadKind::L2s(a) => run_l2s(a),
         HeadKind::Ds(a) => run_ds(a),
+        HeadKind::Dsoftmax(a) => run_bucketed(BucketKind::Dsoftmax, a),
+        HeadKind::Adaptive(a) => run_bucketed(BucketKind::Adaptive, a),
     }
 }
 
@@ -247,15 +303,7 @@ fn run_l2s(a: L2sArgs) -> anyhow::Result<()> {
 fn run_ds(a: DsArgs) -> anyhow::Result<()> {
     check_name(&a.name)?;
     let lm = LanguageModel::load(&a.model)?;
-    let mut cfg = match &a.config {
-        Some(p) => {
-            let text =
-                std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
-            serde_json::from_str::<DsConfig>(&text)
-                .with_context(|| format!("{}: not a valid DS config", p.display()))?
-        }
-        None => DsConfig::default(),
-    };
+    let mut cfg = read_config(a.config.as_deref(), "DS", DsConfig::default)?;
     if let Some(k) = a.experts {
         cfg.experts = k;
         cfg.start_experts = cfg.start_experts.min(k);
@@ -352,6 +400,144 @@ fn run_ds(a: DsArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+fn run_bucketed(kind: BucketKind, a: BucketArgs) -> anyhow::Result<()> {
+    let name = a.name.clone().unwrap_or_else(|| kind.name().to_string());
+    check_name(&name)?;
+    let lm = LanguageModel::load(&a.model)?;
+    let mut cfg = read_config(a.config.as_deref(), kind.name(), || {
+        BucketConfig::defaults(kind)
+    })?;
+    if cfg.kind != kind {
+        anyhow::bail!(
+            "the config is for {}, not {}; pass a {} config",
+            cfg.kind.name(),
+            kind.name(),
+            kind.name()
+        );
+    }
+    if !a.cutoffs.is_empty() {
+        cfg.cutoffs = a.cutoffs.clone();
+    }
+    if let Some(t) = &a.target {
+        cfg.target = match t.as_str() {
+            "teacher" => Target::Teacher,
+            "data" => Target::Data,
+            other => anyhow::bail!("--target {other:?}: choose teacher or data"),
+        };
+    }
+    if let Some(e) = a.epochs {
+        cfg.epochs = e;
+    }
+    if let Some(x) = a.max_contexts {
+        cfg.max_contexts = x;
+    }
+    let d = lm.spec().d_hidden;
+    let start = match &a.resume_from {
+        Some(h) => {
+            let dir = a.model.join("heads").join(h);
+            let (m, t) = fastsoftmax_infer::heads::read_head(&dir, &lm)
+                .with_context(|| format!("--resume-from {h}: no readable head there"))?;
+            if m.kind != kind.name() {
+                anyhow::bail!(
+                    "--resume-from {h} is a {} head, not {}",
+                    m.kind,
+                    kind.name()
+                );
+            }
+            Some(match kind {
+                BucketKind::Dsoftmax => DsoftmaxHead::from_files(h, &m, &t, &lm)?.buckets(),
+                BucketKind::Adaptive => AdaptiveHead::from_files(h, &m, &t, &lm)?.buckets(),
+            })
+        }
+        None => None,
+    };
+    if let Some(b) = &start {
+        if b.len() < 2 {
+            anyhow::bail!("--resume-from: the head has a single bucket; train a new one instead");
+        }
+        // The buckets are the checkpoint's: record its cut-offs and widths.
+        cfg.cutoffs = b[..b.len() - 1]
+            .iter()
+            .scan(0, |n, x| {
+                *n += x.ids.len();
+                Some(*n)
+            })
+            .collect();
+        cfg.width_divisor = d / b[1].width(d);
+    }
+    cfg.validate(d, lm.spec().vocab_size)?;
+    let device = a.backend.parse::<Backend>()?.autodiff_device()?;
+    let started = Instant::now();
+    let train = contexts(&lm, &a.train, cfg.max_contexts, !a.quiet)?;
+    let valid = contexts(&lm, &a.valid, 0, !a.quiet)?;
+    let mut log_text = String::new();
+    let mut log = |line: &str| {
+        eprintln!("{line}");
+        log_text.push_str(line);
+        log_text.push('\n');
+    };
+    log(&format!(
+        "contexts: {} from {}, {} from {} ({:.0} s); cutoffs {:?}, widths {:?}, target {:?}",
+        train.len(),
+        a.train.display(),
+        valid.len(),
+        a.valid.display(),
+        started.elapsed().as_secs_f64(),
+        cfg.cutoffs,
+        cfg.widths(d),
+        cfg.target
+    ));
+    let command = std::env::args().collect::<Vec<_>>().join(" ");
+    let config_json = serde_json::to_string_pretty(&cfg)?;
+    // Checkpoint after every epoch, in place: `--resume-from NAME` continues from it.
+    let dir = a.model.join("heads").join(&name);
+    let mut on_epoch = |head: &BucketedHead, rec: &EpochRecord| -> fastsoftmax_nn::Result<()> {
+        let training = serde_json::json!({ "command": command, "checkpoint_after_epoch": rec });
+        Ok(head.save(
+            &dir,
+            &lm,
+            training,
+            &[("config.json", config_json.as_bytes())],
+        )?)
+    };
+    let (head, report) = train_bucketed(
+        &name,
+        lm.full_head(),
+        &train,
+        &valid,
+        &cfg,
+        start,
+        &device,
+        &mut log,
+        &mut on_epoch,
+    )
+    .with_context(|| {
+        format!(
+            "training the {} head for {}",
+            kind.name(),
+            a.model.display()
+        )
+    })?;
+    let out = write_head(
+        &a.model,
+        &name,
+        &cfg,
+        &report,
+        &log_text,
+        |dir, t, extra| head.save(dir, &lm, t, extra),
+    )?;
+    let last = &report.epochs.last().expect("at least one epoch").valid;
+    println!(
+        "saved {} · validation P@1 {:.4} P@5 {:.4} top-1 {:.4} · {:.2}× fewer dot products",
+        out.display(),
+        last.p_at_1,
+        last.p_at_5,
+        last.acc_at_1,
+        last.flop_speedup
+    );
+    Ok(())
+}
+
 /// Writes head `name` of `model` through `save` (atomically, with `training` = the command and
 /// `report` in its manifest) and config.json, command.txt and train.log beside it; returns its
 /// directory.
@@ -377,6 +563,20 @@ fn write_head(
         ],
     )?;
     Ok(out)
+}
+
+/// The JSON config at `path`, or the defaults.
+fn read_config<T: serde::de::DeserializeOwned>(
+    path: Option<&Path>,
+    what: &str,
+    default: impl FnOnce() -> T,
+) -> anyhow::Result<T> {
+    let Some(p) = path else {
+        return Ok(default());
+    };
+    let text = std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
+    serde_json::from_str(&text)
+        .with_context(|| format!("{}: not a valid {what} config", p.display()))
 }
 
 /// A head name is a directory name that cannot be mistaken for the exact head.

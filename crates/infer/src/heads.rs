@@ -15,7 +15,9 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::adaptive::AdaptiveHead;
 use crate::ds::DsHead;
+use crate::dsoftmax::DsoftmaxHead;
 use crate::error::{Error, Result};
 use crate::head::SoftmaxHead;
 use crate::l2s::L2sHead;
@@ -23,7 +25,7 @@ use crate::lm::LanguageModel;
 use crate::svd::SvdHead;
 
 /// Head kinds this engine can load (besides `full`).
-pub const KINDS: &[&str] = &["l2s", "ds"];
+pub const KINDS: &[&str] = &["l2s", "ds", "adaptive", "dsoftmax"];
 pub const HEAD_MANIFEST: &str = "head.json";
 pub const HEAD_TENSORS: &str = "head.safetensors";
 pub const HEAD_FORMAT: &str = "fastsoftmax-head";
@@ -293,19 +295,24 @@ fn kind_of(dir: &Path) -> Option<String> {
     Some(m.kind)
 }
 
+/// `(name, kind)` of every trained head of a known kind in `model_dir/heads`, by name.
+pub fn trained(model_dir: &Path) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = std::fs::read_dir(model_dir.join("heads"))
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e.ok())
+        .filter_map(|e| Some((e.file_name().into_string().ok()?, kind_of(&e.path())?)))
+        .filter(|(_, kind)| KINDS.contains(&kind.as_str()))
+        .collect();
+    out.sort();
+    out
+}
+
 /// Names of the heads available for the model in `model_dir`: `full`, then trained ones by name.
 pub fn available(model_dir: &Path) -> Vec<String> {
-    let mut names = vec!["full".to_string()];
-    if let Ok(entries) = std::fs::read_dir(model_dir.join("heads")) {
-        let mut trained: Vec<String> = entries
-            .filter_map(|e| e.ok())
-            .filter(|e| kind_of(&e.path()).is_some_and(|k| KINDS.contains(&k.as_str())))
-            .filter_map(|e| e.file_name().into_string().ok())
-            .collect();
-        trained.sort();
-        names.extend(trained);
-    }
-    names
+    std::iter::once("full".to_string())
+        .chain(trained(model_dir).into_iter().map(|(name, _)| name))
+        .collect()
 }
 
 /// Loads head `name` for `lm` (whose artifact lives in `model_dir`).
@@ -327,6 +334,8 @@ pub fn load<'a>(
         return match m.kind.as_str() {
             "l2s" => Ok(Box::new(L2sHead::from_files(name, &m, &t, lm)?)),
             "ds" => Ok(Box::new(DsHead::from_files(name, &m, &t, lm)?)),
+            "adaptive" => Ok(Box::new(AdaptiveHead::from_files(name, &m, &t, lm)?)),
+            "dsoftmax" => Ok(Box::new(DsoftmaxHead::from_files(name, &m, &t, lm)?)),
             kind => Err(Error::format(
                 dir.join(HEAD_MANIFEST),
                 format!(

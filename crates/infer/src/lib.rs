@@ -18,8 +18,11 @@
 //! # Ok::<(), fastsoftmax_infer::Error>(())
 //! ```
 
+pub mod adaptive;
 pub mod artifact;
+pub mod bucketed;
 pub mod ds;
+pub mod dsoftmax;
 pub mod error;
 pub mod eval;
 pub mod full;
@@ -35,8 +38,10 @@ pub mod svd;
 pub mod topk;
 pub mod vocab;
 
+pub use adaptive::AdaptiveHead;
 pub use artifact::{Cell, LmSpec, LmWeights};
 pub use ds::DsHead;
+pub use dsoftmax::DsoftmaxHead;
 pub use error::{Error, Result};
 pub use full::{FullHead, NaiveFullHead};
 pub use head::{check_k, check_query, SoftmaxHead};

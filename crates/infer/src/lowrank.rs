@@ -29,30 +29,7 @@ impl LowRank {
         }
         let m = full.matrix();
         let rows: Vec<Vec<f32>> = (0..vocab).map(|i| m.row(i)).collect();
-        // Gram matrix WᵀW [d, d] in f64.
-        let mut gram = vec![0.0f64; d * d];
-        for row in &rows {
-            for a in 0..d {
-                let ra = row[a] as f64;
-                for b in a..d {
-                    gram[a * d + b] += ra * row[b] as f64;
-                }
-            }
-        }
-        for a in 0..d {
-            for b in 0..a {
-                gram[a * d + b] = gram[b * d + a];
-            }
-        }
-        let (values, vectors) = symmetric_eigen(gram, d);
-        let mut order: Vec<usize> = (0..d).collect();
-        order.sort_by(|&a, &b| values[b].total_cmp(&values[a]));
-        // V_rᵀ [rank, d]: eigenvector `order[c]` is column order[c] of `vectors`.
-        let vt: Vec<f32> = order[..rank]
-            .iter()
-            .flat_map(|&c| (0..d).map(move |j| (j, c)))
-            .map(|(j, c)| vectors[j * d + c] as f32)
-            .collect();
+        let vt = principal_directions(&rows.concat(), d, rank);
         let projected: Vec<f32> = rows
             .iter()
             .flat_map(|row| {
@@ -90,6 +67,36 @@ impl LowRank {
         let (r, d) = (self.rank() as f64, self.proj.dim() as f64);
         r + self.rows.n_rows() as f64 * r / d
     }
+}
+
+/// The top `r` right-singular vectors of `rows` `[n, d]` (eigenvectors of `WᵀW`, by decreasing
+/// eigenvalue) as the rows of `[r, d]`: the projection that keeps most of the rows' energy.
+pub fn principal_directions(rows: &[f32], d: usize, r: usize) -> Vec<f32> {
+    debug_assert!(r <= d && rows.len().is_multiple_of(d));
+    // Gram matrix WᵀW [d, d] in f64.
+    let mut gram = vec![0.0f64; d * d];
+    for row in rows.chunks_exact(d) {
+        for a in 0..d {
+            let ra = row[a] as f64;
+            for b in a..d {
+                gram[a * d + b] += ra * row[b] as f64;
+            }
+        }
+    }
+    for a in 0..d {
+        for b in 0..a {
+            gram[a * d + b] = gram[b * d + a];
+        }
+    }
+    let (values, vectors) = symmetric_eigen(gram, d);
+    let mut order: Vec<usize> = (0..d).collect();
+    order.sort_by(|&a, &b| values[b].total_cmp(&values[a]));
+    // Eigenvector `order[c]` is column order[c] of `vectors`.
+    let vectors = &vectors;
+    order[..r]
+        .iter()
+        .flat_map(|&c| (0..d).map(move |j| vectors[j * d + c] as f32))
+        .collect()
 }
 
 /// Eigen-decomposition of the symmetric `a` `[n, n]` (row-major) by cyclic Jacobi rotations.

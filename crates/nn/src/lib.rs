@@ -4,12 +4,14 @@
 //! - [`lm`]: LSTM/GRU language models (embedding → recurrent layers → linear output).
 //! - [`train`]: truncated-BPTT training with global-norm clipping, checkpoints and resume.
 //! - [`export`]: burn model → the engine's artifact (`fastsoftmax_infer::artifact`).
+//! - [`bucketed`]: training D-softmax and adaptive softmax (frequency buckets) on a frozen LM.
 //! - [`ds`]: training DS-Softmax (sparse mixture of sparse experts, group lasso, mitosis).
 //! - [`l2s`]: training the L2S screening head (k-means, Gumbel straight-through, knapsack).
 //! - [`synthetic`]: the DS-Softmax paper's hierarchical Gaussian check (Appendix A).
 //! - [`backend`]: choosing the burn device at run time.
 
 pub mod backend;
+pub mod bucketed;
 pub mod config;
 pub mod ds;
 pub mod export;
