@@ -387,7 +387,7 @@ fn train_eval_bench_predict() {
         "--text",
         &s("ptb.train.txt"),
         "--heads",
-        "svd,dsoftmax,adaptive",
+        "svd,hnsw,hnsw-ip,greedy,pca,lsh,dsoftmax,adaptive,hnsw-ef3",
         "--max-contexts",
         "200",
         "--repeats",
@@ -410,10 +410,14 @@ fn train_eval_bench_predict() {
                 .to_string()
         })
         .collect();
-    assert!(
-        methods.contains(&"svd".to_string()) && methods.contains(&"adaptive".to_string()),
-        "{methods:?}"
-    );
+    for m in ["svd", "hnsw", "hnsw-ip", "greedy", "pca", "lsh", "adaptive"] {
+        assert!(
+            methods.iter().any(|x| x == m),
+            "{m} missing from {methods:?}"
+        );
+    }
+    // hnsw-ef3 was asked for by name and joins its method's curve.
+    assert!(rows.contains("\"hnsw-ef3\"") && methods.iter().filter(|m| *m == "hnsw").count() == 7);
     // `dsoftmax-again` is a second D-softmax head: the kind has two rows.
     assert_eq!(
         methods.iter().filter(|m| *m == "dsoftmax").count(),

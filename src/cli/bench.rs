@@ -86,9 +86,11 @@ pub fn bench(
     } else {
         names.to_vec()
     };
+    let loader = heads::HeadLoader::new(model, lm);
+    loader.reserve(&names)?;
     let loaded = names
         .iter()
-        .map(|n| heads::load(n, model, lm))
+        .map(|n| loader.load(n))
         .collect::<Result<Vec<_>, _>>()?;
     let contexts = eval::collect_contexts(lm, tokens, max_contexts)?;
     if let Some(path) = save_contexts {

@@ -21,9 +21,9 @@ pub struct CompareArgs {
     /// Text whose contexts are scored, e.g. data/ptb/ptb.test.txt.
     #[arg(long)]
     text: PathBuf,
-    /// Methods to sweep (svd, hnsw, greedy, pca, lsh: their built-in knob grids; l2s, ds,
-    /// adaptive, dsoftmax, candidates: every trained head of that kind in MODEL/heads) or exact
-    /// head names (e.g. hnsw-ef64). Default: all methods.
+    /// Methods to sweep (svd, hnsw, hnsw-ip, greedy, pca, lsh: their built-in knob grids; l2s,
+    /// ds, adaptive, dsoftmax, candidates: every trained head of that kind in MODEL/heads) or
+    /// exact head names (e.g. hnsw-ef64). Default: all methods.
     #[arg(long, value_delimiter = ',')]
     heads: Vec<String>,
     /// Use at most N contexts (the first N positions of the text).
@@ -73,6 +73,7 @@ const METHODS: &[Method] = &[
     method("ds", "DS-Softmax", None),
     method("candidates", "candidate attention", None),
     method("hnsw", "FGD", Some((1.3, 0.980, 0.989))),
+    method("hnsw-ip", "inner-product graph (ip-NSW)", None),
     method("svd", "SVD-softmax", Some((0.8, 0.987, 0.99))),
     method("adaptive", "Adaptive-softmax", Some((1.9, 0.972, 0.981))),
     method("dsoftmax", "D-softmax", None),
@@ -96,6 +97,33 @@ fn grid(method: &str, d: usize, vocab: usize) -> Option<Vec<String>> {
         ]
         .iter()
         .map(|&(r, n)| format!("svd-r{}-n{}", r.min(d), n.min(vocab)))
+        .collect(),
+        "hnsw" | "hnsw-ip" => [10, 20, 40, 80, 160, 320]
+            .iter()
+            .map(|ef| format!("{method}-ef{ef}"))
+            .collect(),
+        "greedy" => [10, 20, 50, 100, 300, 500, 1000, 1500, 2000, 3000]
+            .iter()
+            .map(|&b| format!("greedy-b{}", b.min(vocab)))
+            .collect(),
+        // Depth 0 and 0 bits are the exact softmax (checked by the tests), not settings.
+        "pca" => (1..=4)
+            .filter(|&depth| 1usize << depth < vocab)
+            .map(|depth| format!("pca-d{depth}"))
+            .collect(),
+        "lsh" => [
+            (4, 8),
+            (4, 16),
+            (4, 32),
+            (5, 16),
+            (5, 32),
+            (5, 64),
+            (6, 32),
+            (6, 64),
+            (8, 64),
+        ]
+        .iter()
+        .map(|(b, t)| format!("lsh-b{b}-t{t}"))
         .collect(),
         _ => return None,
     };
@@ -139,10 +167,16 @@ pub fn run(a: CompareArgs) -> anyhow::Result<()> {
             a.model.display()
         );
     }
-    eprintln!("loading {} settings …", settings.len());
+    eprintln!(
+        "loading {} settings (building each index once) …",
+        settings.len()
+    );
+    let loader = heads::HeadLoader::new(&a.model, &lm);
+    let names: Vec<String> = settings.iter().map(|(_, n)| n.clone()).collect();
+    loader.reserve(&names)?;
     let loaded: Vec<(String, Box<dyn SoftmaxHead + '_>)> = settings
         .iter()
-        .map(|(method, name)| Ok((method.clone(), heads::load(name, &a.model, &lm)?)))
+        .map(|(method, name)| Ok((method.clone(), loader.load(name)?)))
         .collect::<anyhow::Result<_>>()?;
     let contexts = eval::collect_contexts(&lm, &tokens, a.max_contexts)?;
     eprintln!(
@@ -196,6 +230,7 @@ fn resolve(wanted: &[String], model: &Path, d: usize, vocab: usize) -> Vec<(Stri
             // One head by name: its method is its kind, or the prefix of a built-in name.
             let method = match trained.iter().find(|(n, _)| n == w) {
                 Some((_, kind)) => kind.clone(),
+                None if w.starts_with("hnsw-ip-") => "hnsw-ip".into(),
                 None => w.split('-').next().unwrap_or(w).to_string(),
             };
             out.push((method, w.clone()));

@@ -10,8 +10,10 @@
 //! The directory name is the head's name, so several heads of one kind (a budget sweep, say)
 //! can sit side by side. A head trained for another model is refused, never served.
 
+use std::cell::{OnceCell, RefCell};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
@@ -19,9 +21,13 @@ use crate::adaptive::AdaptiveHead;
 use crate::ds::DsHead;
 use crate::dsoftmax::DsoftmaxHead;
 use crate::error::{Error, Result};
+use crate::greedy::{GreedyHead, GreedyIndex};
 use crate::head::SoftmaxHead;
+use crate::hnsw::{self, HnswHead, HnswIndex, Space};
 use crate::l2s::L2sHead;
 use crate::lm::LanguageModel;
+use crate::lsh::{LshHead, LshIndex};
+use crate::pca::{PcaHead, PcaIndex};
 use crate::svd::SvdHead;
 
 /// Head kinds this engine can load (besides `full`).
@@ -315,44 +321,154 @@ pub fn available(model_dir: &Path) -> Vec<String> {
         .collect()
 }
 
+/// What `--heads` accepts besides `full` and trained heads: the heads built from the output
+/// layer alone, named by their knobs.
+pub const BUILT_IN: &str =
+    "svd-rR-nN, hnsw-efE, hnsw-ip-efE, greedy-bB, pca-dD, lsh-bB-tT (built from the output layer)";
+
 /// Loads head `name` for `lm` (whose artifact lives in `model_dir`).
 pub fn load<'a>(
     name: &str,
-    model_dir: &Path,
+    model_dir: &'a Path,
     lm: &'a LanguageModel,
 ) -> Result<Box<dyn SoftmaxHead + 'a>> {
-    if name == "full" {
-        return Ok(Box::new(lm.full_head().clone()));
+    HeadLoader::new(model_dir, lm).load(name)
+}
+
+/// Loads heads for one model. The index a built-in head searches (graph, sorted lists, tree,
+/// hash tables) is built once per loader and shared by every knob setting, so a sweep pays
+/// for it once.
+pub struct HeadLoader<'a> {
+    model_dir: &'a Path,
+    lm: &'a LanguageModel,
+    hnsw: [OnceCell<Arc<HnswIndex>>; 2],
+    greedy: OnceCell<Arc<GreedyIndex>>,
+    pca: OnceCell<Arc<PcaIndex>>,
+    lsh: RefCell<Option<Arc<LshIndex>>>,
+}
+
+impl<'a> HeadLoader<'a> {
+    pub fn new(model_dir: &'a Path, lm: &'a LanguageModel) -> Self {
+        HeadLoader {
+            model_dir,
+            lm,
+            hnsw: Default::default(),
+            greedy: OnceCell::new(),
+            pca: OnceCell::new(),
+            lsh: RefCell::new(None),
+        }
     }
-    // Heads built from the output layer alone, named by their knobs.
-    if let Some((rank, n)) = SvdHead::parse_name(name) {
-        return Ok(Box::new(SvdHead::new(lm.full_head(), rank, n)?));
+
+    /// Sizes the shared hash tables for every `lsh-bB-tT` among `names` at once (otherwise a
+    /// setting beyond the tables built so far rebuilds them).
+    pub fn reserve(&self, names: &[String]) -> Result<()> {
+        let (bits, tables) = names
+            .iter()
+            .filter_map(|n| LshHead::parse_name(n))
+            .fold((0, 0), |(b, t), (nb, nt)| (b.max(nb), t.max(nt)));
+        if tables > 0 {
+            self.lsh_index(bits, tables)?;
+        }
+        Ok(())
     }
-    let dir = model_dir.join("heads").join(name);
-    if dir.join(HEAD_MANIFEST).exists() {
-        let (m, t) = read_head(&dir, lm)?;
-        return match m.kind.as_str() {
-            "l2s" => Ok(Box::new(L2sHead::from_files(name, &m, &t, lm)?)),
-            "ds" => Ok(Box::new(DsHead::from_files(name, &m, &t, lm)?)),
-            "adaptive" => Ok(Box::new(AdaptiveHead::from_files(name, &m, &t, lm)?)),
-            "dsoftmax" => Ok(Box::new(DsoftmaxHead::from_files(name, &m, &t, lm)?)),
-            kind => Err(Error::format(
-                dir.join(HEAD_MANIFEST),
-                format!(
-                    "head kind {kind:?} is not one this engine knows ({}); update fastsoftmax",
-                    KINDS.join(", ")
-                ),
-            )),
-        };
+
+    fn lsh_index(&self, bits: usize, tables: usize) -> Result<Arc<LshIndex>> {
+        let mut cached = self.lsh.borrow_mut();
+        if let Some(ix) = cached.as_ref() {
+            if ix.max_bits() >= bits && ix.max_tables() >= tables {
+                return Ok(ix.clone());
+            }
+        }
+        let (b0, t0) = cached
+            .as_ref()
+            .map_or((0, 0), |ix| (ix.max_bits(), ix.max_tables()));
+        let ix = Arc::new(LshIndex::new(
+            self.lm.full_head(),
+            bits.max(b0),
+            tables.max(t0),
+        )?);
+        *cached = Some(ix.clone());
+        Ok(ix)
     }
-    Err(Error::Invalid(format!(
-        "no head named {name:?} for this model: {} {}; available: {} (and built from the output layer: svd-rR-nN)",
-        dir.display(),
-        if dir.exists() {
-            "has no head.json"
-        } else {
-            "does not exist (train it with `fastsoftmax train-head`)"
-        },
-        available(model_dir).join(", ")
-    )))
+
+    fn hnsw_index(&self, space: Space) -> Result<Arc<HnswIndex>> {
+        let cell = &self.hnsw[(space == Space::InnerProduct) as usize];
+        if let Some(ix) = cell.get() {
+            return Ok(ix.clone());
+        }
+        let ix = HnswIndex::build_in(
+            self.lm.full_head(),
+            space,
+            hnsw::DEFAULT_M,
+            hnsw::DEFAULT_EF_CONSTRUCTION,
+            hnsw::DEFAULT_SEED,
+        )?;
+        Ok(cell.get_or_init(|| ix).clone())
+    }
+
+    /// Head `name`: `full`, a built-in head, or a trained head in `MODEL/heads/NAME`.
+    pub fn load(&self, name: &str) -> Result<Box<dyn SoftmaxHead + 'a>> {
+        let (lm, full) = (self.lm, self.lm.full_head());
+        if name == "full" {
+            return Ok(Box::new(full.clone()));
+        }
+        if let Some((rank, n)) = SvdHead::parse_name(name) {
+            return Ok(Box::new(SvdHead::new(full, rank, n)?));
+        }
+        if let Some(ef) = HnswHead::parse_name(name) {
+            return Ok(Box::new(HnswHead::new(
+                self.hnsw_index(Space::Sphere)?,
+                ef,
+            )?));
+        }
+        if let Some(ef) = HnswHead::parse_ip_name(name) {
+            let index = self.hnsw_index(Space::InnerProduct)?;
+            return Ok(Box::new(HnswHead::new(index, ef)?));
+        }
+        if let Some(budget) = GreedyHead::parse_name(name) {
+            let index = self
+                .greedy
+                .get_or_init(|| Arc::new(GreedyIndex::new(full)))
+                .clone();
+            return Ok(Box::new(GreedyHead::new(index, budget)?));
+        }
+        if let Some(depth) = PcaHead::parse_name(name) {
+            let index = self
+                .pca
+                .get_or_init(|| Arc::new(PcaIndex::new(full)))
+                .clone();
+            return Ok(Box::new(PcaHead::new(index, depth)?));
+        }
+        if let Some((bits, tables)) = LshHead::parse_name(name) {
+            let index = self.lsh_index(bits, tables)?;
+            return Ok(Box::new(LshHead::new(index, bits, tables)?));
+        }
+        let dir = self.model_dir.join("heads").join(name);
+        if dir.join(HEAD_MANIFEST).exists() {
+            let (m, t) = read_head(&dir, lm)?;
+            return match m.kind.as_str() {
+                "l2s" => Ok(Box::new(L2sHead::from_files(name, &m, &t, lm)?)),
+                "ds" => Ok(Box::new(DsHead::from_files(name, &m, &t, lm)?)),
+                "adaptive" => Ok(Box::new(AdaptiveHead::from_files(name, &m, &t, lm)?)),
+                "dsoftmax" => Ok(Box::new(DsoftmaxHead::from_files(name, &m, &t, lm)?)),
+                kind => Err(Error::format(
+                    dir.join(HEAD_MANIFEST),
+                    format!(
+                        "head kind {kind:?} is not one this engine knows ({}); update fastsoftmax",
+                        KINDS.join(", ")
+                    ),
+                )),
+            };
+        }
+        Err(Error::Invalid(format!(
+            "no head named {name:?} for this model: {} {}; available: {}, and {BUILT_IN}",
+            dir.display(),
+            if dir.exists() {
+                "has no head.json"
+            } else {
+                "does not exist (train it with `fastsoftmax train-head`)"
+            },
+            available(self.model_dir).join(", ")
+        )))
+    }
 }

@@ -41,6 +41,7 @@ use std::sync::Arc;
 use crate::error::{Error, Result};
 use crate::full::FullHead;
 use crate::head::SoftmaxHead;
+use crate::kernels::Simd;
 use crate::mips::Augmented;
 use crate::topk::TopK;
 
@@ -772,32 +773,6 @@ fn prefetch_u32(list: &[u32]) {
     unsafe { _mm_prefetch::<_MM_HINT_T0>(list.as_ptr() as *const i8) }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Simd {
-    #[cfg(target_arch = "x86_64")]
-    Avx512,
-    #[cfg(target_arch = "x86_64")]
-    Avx2,
-    Portable,
-}
-
-impl Simd {
-    fn detect() -> Self {
-        #[cfg(target_arch = "x86_64")]
-        {
-            if std::env::var_os("FASTSOFTMAX_PORTABLE").is_none() {
-                if is_x86_feature_detected!("avx512f") {
-                    return Simd::Avx512;
-                }
-                if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") {
-                    return Simd::Avx2;
-                }
-            }
-        }
-        Simd::Portable
-    }
-}
-
 /// A dot product over rows padded to a multiple of 16 floats.
 trait Kernel {
     /// # Safety
@@ -833,45 +808,13 @@ impl Kernel for Avx512 {
     #[inline]
     #[target_feature(enable = "avx512f")]
     unsafe fn dot(a: &[f32], b: &[f32]) -> f32 {
-        use std::arch::x86_64::*;
-        debug_assert!(a.len() == b.len() && a.len().is_multiple_of(16));
-        let (pa, pb, n) = (a.as_ptr(), b.as_ptr(), a.len());
-        let mut acc0 = _mm512_setzero_ps();
-        let mut acc1 = _mm512_setzero_ps();
-        let mut i = 0;
-        while i + 32 <= n {
-            acc0 = _mm512_fmadd_ps(_mm512_loadu_ps(pa.add(i)), _mm512_loadu_ps(pb.add(i)), acc0);
-            acc1 = _mm512_fmadd_ps(
-                _mm512_loadu_ps(pa.add(i + 16)),
-                _mm512_loadu_ps(pb.add(i + 16)),
-                acc1,
-            );
-            i += 32;
-        }
-        if i < n {
-            acc0 = _mm512_fmadd_ps(_mm512_loadu_ps(pa.add(i)), _mm512_loadu_ps(pb.add(i)), acc0);
-        }
-        _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1))
+        crate::rows::dot_avx512(a, b)
     }
 
     #[inline]
     #[target_feature(enable = "avx512f")]
     unsafe fn dot4(q: &[f32], r: [&[f32]; 4]) -> [f32; 4] {
-        use std::arch::x86_64::*;
-        let n = q.len();
-        debug_assert!(r.iter().all(|x| x.len() == n) && n.is_multiple_of(16));
-        let pq = q.as_ptr();
-        let p = r.map(|x| x.as_ptr());
-        let mut acc = [_mm512_setzero_ps(); 4];
-        let mut i = 0;
-        while i < n {
-            let qv = _mm512_loadu_ps(pq.add(i));
-            for (a, &pr) in acc.iter_mut().zip(&p) {
-                *a = _mm512_fmadd_ps(_mm512_loadu_ps(pr.add(i)), qv, *a);
-            }
-            i += 16;
-        }
-        acc.map(|a| _mm512_reduce_add_ps(a))
+        crate::rows::dot4_avx512(r, q)
     }
 }
 
@@ -882,26 +825,7 @@ impl Kernel for Avx2 {
     #[inline]
     #[target_feature(enable = "avx2,fma")]
     unsafe fn dot(a: &[f32], b: &[f32]) -> f32 {
-        use std::arch::x86_64::*;
-        debug_assert!(a.len() == b.len() && a.len().is_multiple_of(16));
-        let (pa, pb, n) = (a.as_ptr(), b.as_ptr(), a.len());
-        let mut acc0 = _mm256_setzero_ps();
-        let mut acc1 = _mm256_setzero_ps();
-        let mut i = 0;
-        while i < n {
-            acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(pa.add(i)), _mm256_loadu_ps(pb.add(i)), acc0);
-            acc1 = _mm256_fmadd_ps(
-                _mm256_loadu_ps(pa.add(i + 8)),
-                _mm256_loadu_ps(pb.add(i + 8)),
-                acc1,
-            );
-            i += 16;
-        }
-        let v = _mm256_add_ps(acc0, acc1);
-        let v = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps::<1>(v));
-        let v = _mm_add_ps(v, _mm_movehl_ps(v, v));
-        let v = _mm_add_ss(v, _mm_shuffle_ps::<1>(v, v));
-        _mm_cvtss_f32(v)
+        crate::rows::dot_avx2(a, b)
     }
 }
 

@@ -70,7 +70,7 @@ pub fn scores_naive(w: &[f32], bias: &[f32], h: &[f32], out: &mut [f32]) {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Simd {
+pub(crate) enum Simd {
     #[cfg(target_arch = "x86_64")]
     Avx512,
     #[cfg(target_arch = "x86_64")]
@@ -79,7 +79,7 @@ enum Simd {
 }
 
 impl Simd {
-    fn detect() -> Self {
+    pub(crate) fn detect() -> Self {
         #[cfg(target_arch = "x86_64")]
         {
             if std::env::var_os("FASTSOFTMAX_PORTABLE").is_none() {

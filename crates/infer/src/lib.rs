@@ -38,6 +38,7 @@ pub mod lsh;
 pub mod mips;
 pub mod pca;
 mod routed;
+pub mod rows;
 pub mod svd;
 pub mod topk;
 pub mod vocab;

@@ -29,11 +29,11 @@ use std::sync::Arc;
 use crate::error::{Error, Result};
 use crate::eval::K_MAX;
 use crate::full::FullHead;
-use crate::greedy::ExactRows;
 use crate::head::SoftmaxHead;
 use crate::kernels::dot;
 use crate::lowrank::symmetric_eigen;
 use crate::mips::Augmented;
+use crate::rows::ExactRows;
 use crate::topk::TopK;
 
 /// A PCA tree over the augmented output layer, built once to its maximum depth and shared

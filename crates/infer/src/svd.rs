@@ -12,6 +12,7 @@ use crate::error::{Error, Result};
 use crate::full::FullHead;
 use crate::head::SoftmaxHead;
 use crate::lowrank::LowRank;
+use crate::rows::ExactRows;
 use crate::topk::TopK;
 
 #[derive(Debug, Clone)]
@@ -19,38 +20,42 @@ pub struct SvdHead {
     name: String,
     /// Rank-`r` preview of every word's logit.
     preview: LowRank,
-    /// `[vocab, d]` row-major, for the exact logits of the previewed candidates.
-    weights: Vec<f32>,
-    /// `[vocab]`
-    bias: Vec<f32>,
+    /// The exact logits of the previewed candidates.
+    exact: ExactRows,
     n_candidates: usize,
 }
 
+/// Per-thread scratch, so queries do not allocate once warm.
+#[derive(Default)]
+struct Scratch {
+    /// The projected context `[r]`.
+    q: Vec<f32>,
+    /// Preview logits `[vocab]`.
+    preview: Vec<f32>,
+    /// A copy of them, for selecting the `N`-th largest.
+    sorted: Vec<f32>,
+    /// The candidates `[N]`, in id order.
+    chosen: Vec<u32>,
+}
+
 thread_local! {
-    /// Per-thread scratch, so queries do not allocate once warm: the projected context `[r]`,
-    /// the preview logits `[vocab]` and a copy of them for selecting the `N`-th largest.
-    static SCRATCH: RefCell<(Vec<f32>, Vec<f32>, Vec<f32>)> =
-        const { RefCell::new((Vec::new(), Vec::new(), Vec::new())) };
+    static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch::default());
 }
 
 impl SvdHead {
     /// The head with preview width `rank` (`1..=d`) and `n_candidates` (`1..=vocab`) exact
     /// logits per query.
     pub fn new(full: &FullHead, rank: usize, n_candidates: usize) -> Result<Self> {
-        let (d, vocab) = (full.dim(), full.vocab_size());
+        let vocab = full.vocab_size();
         if n_candidates == 0 || n_candidates > vocab {
             return Err(Error::Invalid(format!(
                 "svd: N = {n_candidates} candidates is out of range: choose 1 ≤ N ≤ {vocab}"
             )));
         }
-        let m = full.matrix();
-        let weights: Vec<f32> = (0..vocab).flat_map(|i| m.row(i)).collect();
-        debug_assert_eq!(weights.len(), vocab * d);
         Ok(SvdHead {
             name: format!("svd-r{rank}-n{n_candidates}"),
             preview: LowRank::new(full, rank)?,
-            weights,
-            bias: (0..vocab).map(|i| m.bias(i)).collect(),
+            exact: ExactRows::new(full, None),
             n_candidates,
         })
     }
@@ -76,16 +81,21 @@ impl SoftmaxHead for SvdHead {
         &self.name
     }
     fn dim(&self) -> usize {
-        self.weights.len() / self.bias.len()
+        self.exact.dim()
     }
     fn vocab_size(&self) -> usize {
-        self.bias.len()
+        self.exact.len()
     }
 
     fn top_k_into(&self, h: &[f32], k: usize, out: &mut TopK) {
-        let (d, n) = (self.dim(), self.n_candidates.max(k));
+        let n = self.n_candidates.max(k);
         SCRATCH.with(|s| {
-            let (q, preview, sorted) = &mut *s.borrow_mut();
+            let Scratch {
+                q,
+                preview,
+                sorted,
+                chosen,
+            } = &mut *s.borrow_mut();
             q.resize(self.rank(), 0.0);
             preview.resize(self.vocab_size(), 0.0);
             self.preview.logits_into(h, q, preview);
@@ -95,19 +105,16 @@ impl SoftmaxHead for SvdHead {
             let (_, &mut cut, _) = sorted.select_nth_unstable_by(n - 1, |a, b| b.total_cmp(a));
             let above = preview.iter().filter(|&&p| p > cut).count();
             let mut ties = n - above;
-            out.reset(k);
-            // Exact logits in id order, so ties break as in the full head.
+            // In id order, so ties break as in the full head.
+            chosen.clear();
             for (i, &p) in preview.iter().enumerate() {
-                let take = p > cut || (p == cut && ties > 0);
-                if !take {
-                    continue;
+                if p > cut || (p == cut && ties > 0) {
+                    ties -= (p == cut) as usize;
+                    chosen.push(i as u32);
                 }
-                if p == cut {
-                    ties -= 1;
-                }
-                let w = &self.weights[i * d..(i + 1) * d];
-                out.push(i as u32, crate::kernels::dot(w, h) + self.bias[i]);
             }
+            out.reset(k);
+            self.exact.push_rows(chosen, h, out);
         });
     }
 
