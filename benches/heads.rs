@@ -13,7 +13,7 @@ use burn::nn::Linear;
 use burn::tensor::{Device, Tensor, TensorData};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use fastsoftmax_infer::eval::{collect_contexts, Contexts};
-use fastsoftmax_infer::{FullHead, LanguageModel, LmWeights, NaiveFullHead, SoftmaxHead, TopK};
+use fastsoftmax_infer::{FullHead, LanguageModel, LmWeights, NaiveFullHead, Predictor, TopK};
 
 const MODEL: &str = "assets/models/ptb-small-lstm";
 const K: usize = 5;
@@ -49,7 +49,7 @@ fn engine_heads(c: &mut Criterion) {
     let d = f.weights.spec.d_hidden;
     let w = f.weights.output_matrix();
     let b = &f.weights.output_bias;
-    let mut heads: Vec<Box<dyn SoftmaxHead + '_>> = vec![
+    let mut heads: Vec<Box<dyn Predictor + '_>> = vec![
         Box::new(FullHead::new(w, b, d).unwrap()),
         Box::new(NaiveFullHead::new(w, b, d)),
     ];
@@ -68,7 +68,7 @@ fn engine_heads(c: &mut Criterion) {
         let mut i = 0;
         group.bench_function(BenchmarkId::from_parameter(head.name()), |bench| {
             bench.iter(|| {
-                head.top_k_into(f.contexts.get(i % n), K, &mut out);
+                head.predict_into(f.contexts.context(i % n), K, &mut out);
                 i += 1;
                 out.as_slice()[0].id
             })
@@ -79,11 +79,12 @@ fn engine_heads(c: &mut Criterion) {
     let mut group = c.benchmark_group("head_batch64");
     group.throughput(Throughput::Elements(64));
     let hs = &f.contexts.hs[..64 * d];
+    let histories: Vec<&[u32]> = (0..64).map(|i| f.contexts.history(i)).collect();
     for head in &heads {
         let mut outs = vec![TopK::new(K); 64];
         group.bench_function(BenchmarkId::from_parameter(head.name()), |bench| {
             bench.iter(|| {
-                head.top_k_batch(hs, K, &mut outs);
+                head.predict_batch(hs, &histories, K, &mut outs);
                 outs[63].as_slice()[0].id
             })
         });

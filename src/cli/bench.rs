@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 use fastsoftmax_infer::eval::{self, HeadReport};
-use fastsoftmax_infer::{heads, LanguageModel, SoftmaxHead};
+use fastsoftmax_infer::{heads, LanguageModel, Predictor};
 
 use super::export_npy::{write_npy, Npy};
 
@@ -104,8 +104,13 @@ pub fn bench(
         eval::BATCH,
         repeats
     );
-    let refs: Vec<&dyn SoftmaxHead> = loaded.iter().map(|h| h.as_ref()).collect();
-    Ok(eval::bench_heads(lm.full_head(), &refs, &contexts, repeats))
+    let refs: Vec<&dyn Predictor> = loaded.iter().map(|h| h.as_ref()).collect();
+    Ok(eval::bench_heads(
+        lm.full_head(),
+        &refs,
+        &contexts,
+        repeats,
+    )?)
 }
 
 /// The human table, or the same rows as Markdown (for results files).

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use clap::Args;
 use fastsoftmax_infer::eval::{self, HeadReport};
-use fastsoftmax_infer::{heads, LanguageModel, SoftmaxHead};
+use fastsoftmax_infer::{heads, LanguageModel, Predictor};
 use serde::Serialize;
 
 use super::plot::{line_plot, Series};
@@ -174,7 +174,7 @@ pub fn run(a: CompareArgs) -> anyhow::Result<()> {
     let loader = heads::HeadLoader::new(&a.model, &lm);
     let names: Vec<String> = settings.iter().map(|(_, n)| n.clone()).collect();
     loader.reserve(&names)?;
-    let loaded: Vec<(String, Box<dyn SoftmaxHead + '_>)> = settings
+    let loaded: Vec<(String, Box<dyn Predictor + '_>)> = settings
         .iter()
         .map(|(method, name)| Ok((method.clone(), loader.load(name)?)))
         .collect::<anyhow::Result<_>>()?;
@@ -187,8 +187,8 @@ pub fn run(a: CompareArgs) -> anyhow::Result<()> {
         eval::K_MAX,
         a.repeats
     );
-    let refs: Vec<&dyn SoftmaxHead> = loaded.iter().map(|(_, h)| h.as_ref()).collect();
-    let reports = eval::bench_heads(lm.full_head(), &refs, &contexts, a.repeats);
+    let refs: Vec<&dyn Predictor> = loaded.iter().map(|(_, h)| h.as_ref()).collect();
+    let reports = eval::bench_heads(lm.full_head(), &refs, &contexts, a.repeats)?;
     let rows: Vec<CompareRow> = loaded
         .iter()
         .zip(reports)

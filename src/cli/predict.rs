@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use clap::Args;
-use fastsoftmax_infer::{check_k, heads, LanguageModel, TopK};
+use fastsoftmax_infer::{check_context, heads, Context, LanguageModel, TopK};
 
 #[derive(Args, Debug)]
 pub struct PredictArgs {
@@ -25,7 +25,6 @@ pub struct PredictArgs {
 
 pub fn run(a: PredictArgs) -> anyhow::Result<()> {
     let lm = LanguageModel::load(&a.model)?;
-    check_k(a.k, lm.spec().vocab_size)?;
     let head = heads::load(&a.head, &a.model, &lm)?;
     let mut state = lm.new_state();
     // The models were trained on text where every sentence follows an <eos>.
@@ -42,21 +41,28 @@ pub fn run(a: PredictArgs) -> anyhow::Result<()> {
             unknown.join(" ")
         );
     }
-    for id in ids {
+    for &id in &ids {
         lm.step(id, &mut state)?;
     }
+    let history: Vec<u32> = std::iter::once(lm.vocab().eos()).chain(ids).collect();
+    let ctx = Context {
+        h: state.context(),
+        history: &history,
+    };
+    check_context(head.as_ref(), ctx, a.k)?;
     let mut logits = vec![0.0f32; lm.spec().vocab_size];
     lm.full_head().logits_into(state.context(), &mut logits);
     let log_z = fastsoftmax_infer::log_sum_exp(&logits);
     let mut best = TopK::new(a.k);
-    head.top_k_into(state.context(), a.k, &mut best);
+    head.predict_into(ctx, a.k, &mut best);
+    // Every head's words are shown with the model's exact probability of them.
     let rows: Vec<(String, f64)> = best
         .as_slice()
         .iter()
         .map(|s| {
             (
                 lm.vocab().word(s.id).to_string(),
-                (s.logit as f64 - log_z).exp(),
+                (logits[s.id as usize] as f64 - log_z).exp(),
             )
         })
         .collect();

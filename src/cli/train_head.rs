@@ -670,6 +670,7 @@ fn contexts(
         d,
         hs: Vec::with_capacity(n.div_ceil(stride) * d),
         next: Vec::with_capacity(n.div_ceil(stride)),
+        history: Vec::new(),
     };
     for part in parts {
         let (hs, next) = part?;

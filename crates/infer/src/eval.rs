@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use crate::error::{Error, Result};
 use crate::full::FullHead;
-use crate::head::SoftmaxHead;
+use crate::head::{Context, Predictor, SoftmaxHead};
 use crate::lm::LanguageModel;
 use crate::topk::TopK;
 
@@ -37,13 +37,16 @@ pub fn perplexity(lm: &LanguageModel, tokens: &[u32]) -> Result<(f64, usize)> {
 }
 
 /// Context vectors and the word that actually followed each.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct Contexts {
     pub d: usize,
     /// [n, d]
     pub hs: Vec<f32>,
     /// [n]
     pub next: Vec<u32>,
+    /// The words read, when the contexts are the consecutive positions of one stream: context
+    /// `i` has read `history[..=i]`. Empty when contexts were sampled (training data).
+    pub history: Vec<u32>,
 }
 
 impl Contexts {
@@ -55,6 +58,17 @@ impl Contexts {
     }
     pub fn get(&self, i: usize) -> &[f32] {
         &self.hs[i * self.d..(i + 1) * self.d]
+    }
+    /// The words context `i` has read (empty when unknown).
+    pub fn history(&self, i: usize) -> &[u32] {
+        self.history.get(..=i).unwrap_or(&[])
+    }
+    /// Context `i` as a predictor sees it.
+    pub fn context(&self, i: usize) -> Context<'_> {
+        Context {
+            h: self.get(i),
+            history: self.history(i),
+        }
     }
 }
 
@@ -77,6 +91,7 @@ pub fn collect_contexts(lm: &LanguageModel, tokens: &[u32], max: usize) -> Resul
         d,
         hs,
         next: tokens[1..=n].to_vec(),
+        history: tokens[..n].to_vec(),
     })
 }
 
@@ -101,25 +116,27 @@ pub struct HeadReport {
 }
 
 /// Median µs per query of `repeats` passes over all contexts, at batch 1 and at batch [`BATCH`].
-fn time_head(head: &dyn SoftmaxHead, c: &Contexts, repeats: usize) -> (f64, f64) {
+fn time_head(head: &dyn Predictor, c: &Contexts, repeats: usize) -> (f64, f64) {
     let n = c.len();
     let mut one = TopK::new(K_MAX);
     let mut b1 = Vec::with_capacity(repeats);
     for _ in 0..repeats {
         let t = Instant::now();
         for i in 0..n {
-            head.top_k_into(std::hint::black_box(c.get(i)), K_MAX, &mut one);
+            head.predict_into(std::hint::black_box(c.context(i)), K_MAX, &mut one);
             std::hint::black_box(one.as_slice());
         }
         b1.push(t.elapsed().as_secs_f64() * 1e6 / n as f64);
     }
+    let histories: Vec<&[u32]> = (0..n).map(|i| c.history(i)).collect();
     let mut outs = vec![TopK::new(K_MAX); BATCH];
     let mut bn = Vec::with_capacity(repeats);
     for _ in 0..repeats {
         let t = Instant::now();
-        for (chunk, start) in c.hs.chunks(BATCH * c.d).zip((0..n).step_by(BATCH)) {
-            let m = (n - start).min(BATCH);
-            head.top_k_batch(std::hint::black_box(chunk), K_MAX, &mut outs[..m]);
+        for (start, hist) in (0..n).step_by(BATCH).zip(histories.chunks(BATCH)) {
+            let m = hist.len();
+            let hs = &c.hs[start * c.d..(start + m) * c.d];
+            head.predict_batch(std::hint::black_box(hs), hist, K_MAX, &mut outs[..m]);
             std::hint::black_box(&outs);
         }
         bn.push(t.elapsed().as_secs_f64() * 1e6 / n as f64);
@@ -138,13 +155,23 @@ fn median(v: &mut [f64]) -> f64 {
 }
 
 /// Benchmarks `heads` against `full` on the same contexts, single thread. `repeats` ≥ 1 passes
-/// are timed per head and batch size; the medians are reported.
+/// are timed per head and batch size; the medians are reported. Predictors that read the
+/// previous words need contexts with their history ([`collect_contexts`]).
 pub fn bench_heads(
     full: &FullHead,
-    heads: &[&dyn SoftmaxHead],
+    heads: &[&dyn Predictor],
     c: &Contexts,
     repeats: usize,
-) -> Vec<HeadReport> {
+) -> Result<Vec<HeadReport>> {
+    if let Some(p) = heads
+        .iter()
+        .find(|p| p.history_len() > 0 && c.history.is_empty())
+    {
+        return Err(Error::Invalid(format!(
+            "{} predicts from the previous words, but these contexts carry none; collect them from one stream of text",
+            p.name()
+        )));
+    }
     let repeats = repeats.max(1);
     let n = c.len();
     let mut exact = vec![TopK::new(K_MAX); n];
@@ -152,17 +179,16 @@ pub fn bench_heads(
         full.top_k_into(c.get(i), K_MAX, e);
     }
     let (full_b1, full_bn) = time_head(full, c, repeats);
-    let vocab = full.vocab_size() as f64;
-    heads
+    let vocab = SoftmaxHead::vocab_size(full) as f64;
+    Ok(heads
         .iter()
         .map(|head| {
             let mut got = TopK::new(K_MAX);
             let (mut p1, mut p5, mut a1, mut a5, mut a10, mut cost) =
                 (0usize, 0usize, 0, 0, 0, 0usize);
             for (i, (exact, &truth)) in exact.iter().zip(&c.next).enumerate() {
-                let h = c.get(i);
-                head.top_k_into(h, K_MAX, &mut got);
-                cost += head.cost(h);
+                head.predict_into(c.context(i), K_MAX, &mut got);
+                cost += head.cost(c.context(i));
                 let g: Vec<u32> = got.ids().collect();
                 let e: Vec<u32> = exact.ids().collect();
                 p1 += (g.first() == e.first()) as usize;
@@ -197,7 +223,7 @@ pub fn bench_heads(
                 flop_speedup: vocab / (cost as f64 / nf),
             }
         })
-        .collect()
+        .collect())
 }
 
 /// Perplexity when only a screened candidate set gets exact logits and every other word a
@@ -266,7 +292,7 @@ pub fn screened_perplexity(
     let (us_full, us_head) = (median(&mut t_full), median(&mut t_head));
     let cost = head.n_clusters() as f64 + exact_rows as f64 / n as f64 + fallback.cost();
     Ok(ScreenedPerplexity {
-        head: head.name().to_string(),
+        head: SoftmaxHead::name(head).to_string(),
         rank: fallback.rank(),
         tokens: n,
         ppl_full: (nll_full / n as f64).exp(),

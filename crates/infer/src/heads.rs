@@ -22,7 +22,7 @@ use crate::ds::DsHead;
 use crate::dsoftmax::DsoftmaxHead;
 use crate::error::{Error, Result};
 use crate::greedy::{GreedyHead, GreedyIndex};
-use crate::head::SoftmaxHead;
+use crate::head::Predictor;
 use crate::hnsw::{self, HnswHead, HnswIndex, Space};
 use crate::l2s::L2sHead;
 use crate::lm::LanguageModel;
@@ -331,7 +331,7 @@ pub fn load<'a>(
     name: &str,
     model_dir: &'a Path,
     lm: &'a LanguageModel,
-) -> Result<Box<dyn SoftmaxHead + 'a>> {
+) -> Result<Box<dyn Predictor + 'a>> {
     HeadLoader::new(model_dir, lm).load(name)
 }
 
@@ -407,7 +407,7 @@ impl<'a> HeadLoader<'a> {
     }
 
     /// Head `name`: `full`, a built-in head, or a trained head in `MODEL/heads/NAME`.
-    pub fn load(&self, name: &str) -> Result<Box<dyn SoftmaxHead + 'a>> {
+    pub fn load(&self, name: &str) -> Result<Box<dyn Predictor + 'a>> {
         let (lm, full) = (self.lm, self.lm.full_head());
         if name == "full" {
             return Ok(Box::new(full.clone()));

@@ -50,7 +50,7 @@ pub use dsoftmax::DsoftmaxHead;
 pub use error::{Error, Result};
 pub use full::{FullHead, NaiveFullHead};
 pub use greedy::{GreedyHead, GreedyIndex};
-pub use head::{check_k, check_query, SoftmaxHead};
+pub use head::{check_context, check_k, check_query, Context, Predictor, SoftmaxHead};
 pub use hnsw::{HnswHead, HnswIndex};
 pub use l2s::L2sHead;
 pub use lm::{LanguageModel, LmState};

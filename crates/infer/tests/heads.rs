@@ -53,7 +53,11 @@ fn saved_head_loads_back_and_is_listed() {
     assert_eq!(loaded.candidates(1), vec![1, 5]);
     let boxed = heads::load("l2s", dir.path(), &lm).unwrap();
     for h in [[0.3, 0.1, -0.2, 0.4], [-0.5, 0.2, 0.1, 0.0]] {
-        assert_eq!(boxed.top_k(&h, 2).unwrap(), head.top_k(&h, 2).unwrap());
+        let ctx = fastsoftmax_infer::Context {
+            h: &h,
+            history: &[],
+        };
+        assert_eq!(boxed.predict(ctx, 2).unwrap(), head.top_k(&h, 2).unwrap());
     }
     assert!(dir.path().join("heads/l2s/train.log").exists());
     assert!(!dir.path().join("heads/l2s.tmp").exists());

@@ -21,7 +21,9 @@ use burn::tensor::{Device, Int, Tensor, TensorData};
 use fastsoftmax_infer::bucketed::Bucket;
 use fastsoftmax_infer::eval::{bench_heads, Contexts, HeadReport};
 use fastsoftmax_infer::lowrank::principal_directions;
-use fastsoftmax_infer::{AdaptiveHead, DsoftmaxHead, FullHead, LanguageModel, SoftmaxHead};
+use fastsoftmax_infer::{
+    AdaptiveHead, DsoftmaxHead, FullHead, LanguageModel, Predictor, SoftmaxHead,
+};
 use rand::rngs::StdRng;
 use rand::SeedableRng;
 use serde::{Deserialize, Serialize};
@@ -235,7 +237,7 @@ impl BucketedHead {
         })
     }
 
-    pub fn head(&self) -> &dyn SoftmaxHead {
+    pub fn head(&self) -> &dyn Predictor {
         match self {
             Self::Dsoftmax(h) => h,
             Self::Adaptive(h) => h,
@@ -398,7 +400,7 @@ pub fn train_bucketed(
     log: &mut dyn FnMut(&str),
     on_epoch: &mut dyn FnMut(&BucketedHead, &EpochRecord) -> Result<()>,
 ) -> Result<(BucketedHead, BucketReport)> {
-    let (d, vocab) = (full.dim(), full.vocab_size());
+    let (d, vocab) = (full.dim(), SoftmaxHead::vocab_size(full));
     cfg.validate(d, vocab)?;
     if train.is_empty() || valid.is_empty() {
         return Err(Error::Invalid(
@@ -419,7 +421,7 @@ pub fn train_bucketed(
     let valid = subsample(valid, cfg.valid_contexts);
     let score = |b: &[Bucket]| -> Result<(BucketedHead, HeadReport)> {
         let head = BucketedHead::new(kind, name, d, vocab, b)?;
-        let report = bench_heads(full, &[head.head()], &valid, 1).remove(0);
+        let report = bench_heads(full, &[head.head()], &valid, 1)?.remove(0);
         Ok((head, report))
     };
     let (_, init_report) = score(&init)?;
@@ -540,6 +542,7 @@ pub fn subsample(c: &Contexts, max: usize) -> Contexts {
             .flat_map(|&i| c.get(i).iter().copied())
             .collect(),
         next: keep.iter().map(|&i| c.next[i]).collect(),
+        history: Vec::new(),
     }
 }
 
@@ -552,7 +555,15 @@ mod tests {
         let full = FullHead::new(&values(v * d, 1), &values(v, 2), d).unwrap();
         let hs: Vec<f32> = values(n * d, 3).iter().map(|x| 2.0 * x).collect();
         let next = (0..n).map(|i| ((i * i) % v) as u32).collect();
-        (full, Contexts { d, hs, next })
+        (
+            full,
+            Contexts {
+                d,
+                hs,
+                next,
+                history: Vec::new(),
+            },
+        )
     }
 
     #[test]
@@ -632,7 +643,11 @@ mod tests {
                 .try_to_vec::<f32>()
                 .unwrap();
             let order: Vec<u32> = buckets.iter().flat_map(|b| b.ids.clone()).collect();
-            let best = head.head().top_k(&h, 3).unwrap();
+            let ctx = fastsoftmax_infer::Context {
+                h: &h,
+                history: &[],
+            };
+            let best = head.head().predict(ctx, 3).unwrap();
             let lse = lp.iter().map(|x| (*x as f64).exp()).sum::<f64>().ln();
             assert!(lse.abs() < 1e-4, "log-probabilities normalise");
             // The engine scores log-probabilities (adaptive) or logits (D-softmax: one

@@ -1146,6 +1146,7 @@ mod tests {
             d,
             hs,
             next: vec![0; n],
+            history: Vec::new(),
         };
         c.next = full_top1(full, &c);
         c
@@ -1276,6 +1277,7 @@ mod tests {
             d,
             hs,
             next: vec![0; 200],
+            history: Vec::new(),
         };
         let mut s = DsState::from_full(&fixture(3, d), 2, 0.0, 0.0, 1);
         s.gate = Rows::new(kmeans_gate(&c, 2, 1), d + 1);
@@ -1297,6 +1299,7 @@ mod tests {
             d,
             hs: (0..300).flat_map(blob).collect(),
             next: vec![0; 300],
+            history: Vec::new(),
         };
         let mut s = DsState::from_full(&fixture(3, d), 1, 0.0, 0.0, 1);
         let mut rng = StdRng::seed_from_u64(5);

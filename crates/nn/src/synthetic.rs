@@ -223,6 +223,7 @@ pub fn run(
             d: HIDDEN,
             hs: f.convert::<f32>().try_to_vec::<f32>().expect("f32"),
             next: data.y.clone(),
+            history: Vec::new(),
         }
     };
     let (train_f, held_f) = (features(&train), features(&held));
