@@ -432,4 +432,62 @@ fn train_eval_bench_predict() {
     for f in ["cmp/table2-p_at_1.png", "cmp/table2-p_at_5.svg"] {
         assert!(d.join(f).exists(), "missing {f}");
     }
+    // The candidate attention predictor: trained from the vocabulary alone, benchmarked and
+    // used through the same commands as every head.
+    std::fs::write(
+        d.join("cand.json"),
+        r#"{"context": 3, "slots": 4, "width": 8, "rank": 2, "frequent_pool": 6, "epochs": 2, "batch_size": 32, "lr": 0.01}"#,
+    )
+    .unwrap();
+    let (ok, out, err) = cli(&[
+        "train-head",
+        "candidates",
+        "--model",
+        &s("m"),
+        "--config",
+        &s("cand.json"),
+        "--train",
+        &s("ptb.train.txt"),
+        "--valid",
+        &s("ptb.valid.txt"),
+    ]);
+    assert!(ok, "{err}");
+    assert!(
+        out.contains("heads/candidates") && out.contains("WPR"),
+        "{out}"
+    );
+    assert!(
+        err.contains("trigram table") && err.contains("epoch 2"),
+        "{err}"
+    );
+    assert!(d.join("m/heads/candidates/trigram.bin").exists());
+    let (ok, out, err) = cli(&[
+        "bench",
+        "--model",
+        &s("m"),
+        "--text",
+        &s("ptb.train.txt"),
+        "--heads",
+        "full,candidates",
+        "--repeats",
+        "1",
+        "--json",
+    ]);
+    assert!(ok, "{err}");
+    let row: serde_json::Value = serde_json::from_str(out.lines().nth(1).unwrap()).unwrap();
+    assert_eq!(row["head"], "candidates");
+    // The fixture repeats three sentences: the trigram candidates and the network learn them.
+    assert!(row["acc_at_1"].as_f64().unwrap() > 0.5, "{row}");
+    let (ok, out, err) = cli(&[
+        "predict",
+        "--model",
+        &s("m"),
+        "--head",
+        "candidates",
+        "-k",
+        "3",
+        "the cat sat on the",
+    ]);
+    assert!(ok, "{err}");
+    assert!(out.contains("mat"), "{out}");
 }

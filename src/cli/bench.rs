@@ -92,7 +92,15 @@ pub fn bench(
         .iter()
         .map(|n| loader.load(n))
         .collect::<Result<Vec<_>, _>>()?;
+    let started = std::time::Instant::now();
     let contexts = eval::collect_contexts(lm, tokens, max_contexts)?;
+    // The LM step every softmax head needs first (a predictor that reads only the previous
+    // words skips it): its cost per token, for end-to-end comparisons.
+    eprintln!(
+        "language model step: {:.1} µs per token (single thread, {} tokens)",
+        started.elapsed().as_secs_f64() * 1e6 / contexts.len() as f64,
+        contexts.len()
+    );
     if let Some(path) = save_contexts {
         write_npy(path, Npy::F32(&contexts.hs), &[contexts.len(), contexts.d])?;
     }

@@ -5,10 +5,14 @@ use std::time::Instant;
 
 use anyhow::Context;
 use clap::{Args, Subcommand};
+use fastsoftmax_infer::candidates::CandidatesHead;
 use fastsoftmax_infer::eval::Contexts;
 use fastsoftmax_infer::{AdaptiveHead, DsHead, DsoftmaxHead, LanguageModel};
 use fastsoftmax_nn::bucketed::{
     train_bucketed, BucketConfig, BucketKind, BucketedHead, EpochRecord, Target,
+};
+use fastsoftmax_nn::candidates::{
+    train_candidates, CandidatesConfig, EpochRecord as CandidatesEpoch, Teacher,
 };
 use fastsoftmax_nn::ds::{train_ds, DsConfig, StageRecord};
 use fastsoftmax_nn::l2s::{train_l2s, L2sConfig, Labeled};
@@ -38,6 +42,46 @@ enum HeadKind {
     /// clusters at d/4, d/16; prediction stops when the top-k are in the head. Trained on the
     /// frozen LM.
     Adaptive(BucketArgs),
+    /// Candidate attention predictor: a trigram table proposes k words, a small network reads
+    /// the previous n words and scores them (no LM step, no full softmax). Needs only the
+    /// model's vocabulary.
+    Candidates(CandidatesArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct CandidatesArgs {
+    /// Model directory whose vocabulary the predictor uses, e.g. assets/models/ptb-small-lstm.
+    #[arg(long)]
+    model: PathBuf,
+    /// JSON with any of the hyper-parameters (see experiments/configs/candidates.json); flags
+    /// below override it.
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// Embedding factorisation rank r (0 = unfactorised) [default 10].
+    #[arg(long)]
+    rank: Option<usize>,
+    /// Passes over the training positions [default 3].
+    #[arg(long)]
+    epochs: Option<usize>,
+    /// Use at most N training positions, evenly spaced (0 = all).
+    #[arg(long)]
+    max_samples: Option<usize>,
+    /// Weight of the model's own LSTM as teacher, 0..1 (0 = the true next word only); the LSTM
+    /// is run over the training text once.
+    #[arg(long)]
+    distill: Option<f64>,
+    /// Training text (one tokenized sentence per line).
+    #[arg(long, default_value = "data/ptb/ptb.train.txt")]
+    train: PathBuf,
+    /// Validation text, scored after every epoch.
+    #[arg(long, default_value = "data/ptb/ptb.valid.txt")]
+    valid: PathBuf,
+    /// Save as MODEL/heads/NAME.
+    #[arg(long, default_value = "candidates")]
+    name: String,
+    /// burn backend: flex (default), ndarray or wgpu.
+    #[arg(long, default_value = "flex")]
+    backend: String,
 }
 
 #[derive(Args, Debug)]
@@ -180,6 +224,7 @@ pub fn run(a: TrainHeadArgs) -> anyhow::Result<()> {
         HeadKind::Ds(a) => run_ds(a),
         HeadKind::Dsoftmax(a) => run_bucketed(BucketKind::Dsoftmax, a),
         HeadKind::Adaptive(a) => run_bucketed(BucketKind::Adaptive, a),
+        HeadKind::Candidates(a) => run_candidates(a),
     }
 }
 
@@ -563,6 +608,99 @@ fn write_head(
         ],
     )?;
     Ok(out)
+}
+
+fn run_candidates(a: CandidatesArgs) -> anyhow::Result<()> {
+    check_name(&a.name)?;
+    let lm = LanguageModel::load(&a.model)?;
+    let mut cfg = read_config(a.config.as_deref(), "candidates", CandidatesConfig::default)?;
+    if let Some(r) = a.rank {
+        cfg.rank = r;
+    }
+    if let Some(e) = a.epochs {
+        cfg.epochs = e;
+    }
+    if let Some(m) = a.max_samples {
+        cfg.max_samples = m;
+    }
+    if let Some(x) = a.distill {
+        cfg.distill = x;
+    }
+    let vocab = lm.spec().vocab_size;
+    cfg.validate(vocab)?;
+    let read = |p: &Path| -> anyhow::Result<Vec<u32>> {
+        if !p.exists() {
+            anyhow::bail!(
+                "{} does not exist: run `fastsoftmax data fetch ptb`, or pass --train/--valid with your own text",
+                p.display()
+            );
+        }
+        Ok(fastsoftmax_data::corpus::read_tokens(p, lm.vocab())?)
+    };
+    let (train, valid) = (read(&a.train)?, read(&a.valid)?);
+    // The teacher's contexts: every position of the training stream, in order.
+    let teacher_hs = if cfg.distill > 0.0 {
+        contexts(&lm, &a.train, 0, true)?.hs
+    } else {
+        Vec::new()
+    };
+    let teacher = Teacher {
+        hs: &teacher_hs,
+        full: lm.full_head(),
+    };
+    let device = a.backend.parse::<Backend>()?.autodiff_device()?;
+    let mut log_text = String::new();
+    let mut log = |line: &str| {
+        eprintln!("{line}");
+        log_text.push_str(line);
+        log_text.push('\n');
+    };
+    let command = std::env::args().collect::<Vec<_>>().join(" ");
+    let config_json = serde_json::to_string_pretty(&cfg)?;
+    let dir = a.model.join("heads").join(&a.name);
+    let mut on_epoch =
+        |head: &CandidatesHead, rec: &CandidatesEpoch| -> fastsoftmax_nn::Result<()> {
+            let training = serde_json::json!({ "command": command, "checkpoint_after_epoch": rec });
+            Ok(head.save(
+                &dir,
+                &lm,
+                training,
+                &[("config.json", config_json.as_bytes())],
+            )?)
+        };
+    let (head, report) = train_candidates(
+        &a.name,
+        &train,
+        &valid,
+        vocab,
+        lm.vocab().eos(),
+        lm.spec().d_hidden,
+        &cfg,
+        Some(&teacher),
+        &device,
+        &mut log,
+        &mut on_epoch,
+    )
+    .with_context(|| format!("training the candidate predictor for {}", a.model.display()))?;
+    let out = write_head(
+        &a.model,
+        &a.name,
+        &cfg,
+        &report,
+        &log_text,
+        |dir, t, extra| head.save(dir, &lm, t, extra),
+    )?;
+    let last = &report.epochs.last().expect("at least one epoch").valid;
+    println!(
+        "saved {} · validation WPR {:.4} (trigram alone {:.4}, ceiling {:.4}) · network {} bytes + table {} bytes",
+        out.display(),
+        last.wpr,
+        last.trigram_wpr,
+        last.coverage,
+        report.network_bytes,
+        report.table_bytes
+    );
+    Ok(())
 }
 
 /// The JSON config at `path`, or the defaults.

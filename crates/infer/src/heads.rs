@@ -18,6 +18,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use crate::adaptive::AdaptiveHead;
+use crate::candidates::CandidatesHead;
 use crate::ds::DsHead;
 use crate::dsoftmax::DsoftmaxHead;
 use crate::error::{Error, Result};
@@ -31,7 +32,7 @@ use crate::pca::{PcaHead, PcaIndex};
 use crate::svd::SvdHead;
 
 /// Head kinds this engine can load (besides `full`).
-pub const KINDS: &[&str] = &["l2s", "ds", "adaptive", "dsoftmax"];
+pub const KINDS: &[&str] = &["l2s", "ds", "adaptive", "dsoftmax", "candidates"];
 pub const HEAD_MANIFEST: &str = "head.json";
 pub const HEAD_TENSORS: &str = "head.safetensors";
 pub const HEAD_FORMAT: &str = "fastsoftmax-head";
@@ -451,6 +452,9 @@ impl<'a> HeadLoader<'a> {
                 "ds" => Ok(Box::new(DsHead::from_files(name, &m, &t, lm)?)),
                 "adaptive" => Ok(Box::new(AdaptiveHead::from_files(name, &m, &t, lm)?)),
                 "dsoftmax" => Ok(Box::new(DsoftmaxHead::from_files(name, &m, &t, lm)?)),
+                "candidates" => Ok(Box::new(CandidatesHead::from_files(
+                    name, &dir, &m, &t, lm,
+                )?)),
                 kind => Err(Error::format(
                     dir.join(HEAD_MANIFEST),
                     format!(

@@ -21,6 +21,7 @@
 pub mod adaptive;
 pub mod artifact;
 pub mod bucketed;
+pub mod candidates;
 pub mod ds;
 pub mod dsoftmax;
 pub mod error;
@@ -41,6 +42,7 @@ mod routed;
 pub mod rows;
 pub mod svd;
 pub mod topk;
+pub mod trigram;
 pub mod vocab;
 
 pub use adaptive::AdaptiveHead;

@@ -5,6 +5,7 @@
 //! - [`train`]: truncated-BPTT training with global-norm clipping, checkpoints and resume.
 //! - [`export`]: burn model → the engine's artifact (`fastsoftmax_infer::artifact`).
 //! - [`bucketed`]: training D-softmax and adaptive softmax (frequency buckets) on a frozen LM.
+//! - [`candidates`]: training the candidate attention predictor (trigram lists + attention).
 //! - [`ds`]: training DS-Softmax (sparse mixture of sparse experts, group lasso, mitosis).
 //! - [`l2s`]: training the L2S screening head (k-means, Gumbel straight-through, knapsack).
 //! - [`synthetic`]: the DS-Softmax paper's hierarchical Gaussian check (Appendix A).
@@ -12,6 +13,7 @@
 
 pub mod backend;
 pub mod bucketed;
+pub mod candidates;
 pub mod config;
 pub mod ds;
 pub mod export;
