@@ -468,7 +468,7 @@ fn train_eval_bench_predict() {
         "--text",
         &s("ptb.train.txt"),
         "--heads",
-        "full,candidates",
+        "full,candidates,candidates-trigram",
         "--repeats",
         "1",
         "--json",
@@ -478,6 +478,9 @@ fn train_eval_bench_predict() {
     assert_eq!(row["head"], "candidates");
     // The fixture repeats three sentences: the trigram candidates and the network learn them.
     assert!(row["acc_at_1"].as_f64().unwrap() > 0.5, "{row}");
+    let tri: serde_json::Value = serde_json::from_str(out.lines().nth(2).unwrap()).unwrap();
+    assert_eq!(tri["head"], "candidates-trigram");
+    assert!(tri["acc_at_1"].as_f64().unwrap() > 0.5, "{tri}");
     let (ok, out, err) = cli(&[
         "predict",
         "--model",

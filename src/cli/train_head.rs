@@ -7,6 +7,7 @@ use anyhow::Context;
 use clap::{Args, Subcommand};
 use fastsoftmax_infer::candidates::CandidatesHead;
 use fastsoftmax_infer::eval::Contexts;
+use fastsoftmax_infer::trigram::TrigramHead;
 use fastsoftmax_infer::{AdaptiveHead, DsHead, DsoftmaxHead, LanguageModel};
 use fastsoftmax_nn::bucketed::{
     train_bucketed, BucketConfig, BucketKind, BucketedHead, EpochRecord, Target,
@@ -690,10 +691,23 @@ fn run_candidates(a: CandidatesArgs) -> anyhow::Result<()> {
         &log_text,
         |dir, t, extra| head.save(dir, &lm, t, extra),
     )?;
+    // The trigram model alone, as a head of its own (the paper's "N-gram" row).
+    let trigram = TrigramHead::new(
+        &format!("{}-trigram", a.name),
+        head.table().clone(),
+        lm.vocab().eos(),
+    )?;
+    let trigram_dir = a.model.join("heads").join(format!("{}-trigram", a.name));
+    trigram.save(
+        &trigram_dir,
+        &lm,
+        serde_json::json!({ "command": command, "of": a.name }),
+    )?;
     let last = &report.epochs.last().expect("at least one epoch").valid;
     println!(
-        "saved {} · validation WPR {:.4} (trigram alone {:.4}, ceiling {:.4}) · network {} bytes + table {} bytes",
+        "saved {} and {} · validation WPR {:.4} (trigram alone {:.4}, ceiling {:.4}) · network {} bytes + table {} bytes",
         out.display(),
+        trigram_dir.display(),
         last.wpr,
         last.trigram_wpr,
         last.coverage,

@@ -26,8 +26,7 @@ use crate::lm::LanguageModel;
 use crate::topk::TopK;
 use crate::trigram::CandidateTable;
 
-/// The file beside `head.json` that holds the trigram table.
-pub const TABLE_FILE: &str = "trigram.bin";
+pub use crate::trigram::TABLE_FILE;
 
 /// The network's shapes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -108,7 +107,8 @@ pub struct CandidatesHead {
     name: String,
     params: CandidateParams,
     table: CandidateTable,
-    /// `[n, D, r]`: `F_j Mᵀ` for each context position `j`.
+    /// `[n, r, D]`: `(F_j Mᵀ)ᵀ` for each context position `j`, so a context word adds `r`
+    /// scaled rows of length `D` (vectorised axpys).
     folded: Vec<f32>,
     /// Id read for positions before the start of the text (`<eos>`, as in training).
     pad: u32,
@@ -155,13 +155,13 @@ impl CandidatesHead {
             )));
         }
         let (n, d, r) = (s.context, s.width, s.rank);
-        // folded[j][a][b] = Σ_c F[a][j·D + c] · M[b][c]
-        let mut folded = vec![0.0f32; n * d * r];
+        // folded[j][b][a] = Σ_c F[a][j·D + c] · M[b][c]
+        let mut folded = vec![0.0f32; n * r * d];
         for j in 0..n {
             for a in 0..d {
                 let f_row = &params.f[a * n * d + j * d..a * n * d + (j + 1) * d];
                 for b in 0..r {
-                    folded[(j * d + a) * r + b] = dot(f_row, &params.m[b * d..(b + 1) * d]);
+                    folded[(j * r + b) * d + a] = dot(f_row, &params.m[b * d..(b + 1) * d]);
                 }
             }
         }
@@ -240,13 +240,15 @@ impl CandidatesHead {
                 .checked_sub(back)
                 .map_or(self.pad, |i| history[i]) as usize;
             let u = &p.u[w * r..(w + 1) * r];
-            let block = &self.folded[j * d * r..(j + 1) * d * r];
-            for (e, row) in s.e_c.iter_mut().zip(block.chunks_exact(r)) {
-                *e += dot(row, u);
+            let block = &self.folded[j * r * d..(j + 1) * r * d];
+            for (&ub, row) in u.iter().zip(block.chunks_exact(d)) {
+                for (e, &x) in s.e_c.iter_mut().zip(row) {
+                    *e += ub * x;
+                }
             }
         }
         for e in &mut s.e_c {
-            *e = e.tanh();
+            *e = tanh(*e);
         }
         let scale = 1.0 / (d as f32).sqrt();
         s.q.clear();
@@ -386,6 +388,14 @@ impl Predictor for CandidatesHead {
     fn cost(&self, _ctx: Context<'_>) -> usize {
         self.multiply_adds().div_ceil(self.lm_width)
     }
+}
+
+/// `tanh` through the engine's vectorisable exponential (libm's `tanh` would cost more than
+/// the whole network): `sign(x) (1 − e^{−2|x|}) / (1 + e^{−2|x|})`, relative error ~1e-7.
+#[inline]
+fn tanh(x: f32) -> f32 {
+    let e = crate::exp_nonpositive(-2.0 * x.abs());
+    ((1.0 - e) / (1.0 + e)).copysign(x)
 }
 
 impl CandidatesHead {

@@ -30,9 +30,10 @@ use crate::lm::LanguageModel;
 use crate::lsh::{LshHead, LshIndex};
 use crate::pca::{PcaHead, PcaIndex};
 use crate::svd::SvdHead;
+use crate::trigram::TrigramHead;
 
 /// Head kinds this engine can load (besides `full`).
-pub const KINDS: &[&str] = &["l2s", "ds", "adaptive", "dsoftmax", "candidates"];
+pub const KINDS: &[&str] = &["l2s", "ds", "adaptive", "dsoftmax", "candidates", "trigram"];
 pub const HEAD_MANIFEST: &str = "head.json";
 pub const HEAD_TENSORS: &str = "head.safetensors";
 pub const HEAD_FORMAT: &str = "fastsoftmax-head";
@@ -455,6 +456,7 @@ impl<'a> HeadLoader<'a> {
                 "candidates" => Ok(Box::new(CandidatesHead::from_files(
                     name, &dir, &m, &t, lm,
                 )?)),
+                "trigram" => Ok(Box::new(TrigramHead::from_files(name, &dir, &m)?)),
                 kind => Err(Error::format(
                     dir.join(HEAD_MANIFEST),
                     format!(

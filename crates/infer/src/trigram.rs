@@ -403,6 +403,106 @@ impl CandidateTable {
     }
 }
 
+/// The trigram model alone as a predictor (the paper's "N-gram" row): the candidate list in
+/// the table's order, potential words by frequency, then frequent words. Saved by
+/// `train-head candidates` beside the network as `NAME-trigram` (kind `trigram`).
+#[derive(Debug, Clone)]
+pub struct TrigramHead {
+    name: String,
+    table: CandidateTable,
+    /// Id read before the start of a text.
+    pad: u32,
+}
+
+thread_local! {
+    static LIST: std::cell::RefCell<Vec<u32>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+impl TrigramHead {
+    pub fn new(name: &str, table: CandidateTable, pad: u32) -> Result<Self> {
+        if pad as usize >= table.vocab_size() {
+            return Err(Error::Invalid(format!(
+                "trigram head: padding id {pad} is outside the vocabulary of {}",
+                table.vocab_size()
+            )));
+        }
+        Ok(TrigramHead {
+            name: name.into(),
+            table,
+            pad,
+        })
+    }
+
+    pub fn table(&self) -> &CandidateTable {
+        &self.table
+    }
+
+    /// Writes the head to `dir` (atomically): the table as `trigram.bin`.
+    pub fn save(
+        &self,
+        dir: &Path,
+        lm: &crate::lm::LanguageModel,
+        training: serde_json::Value,
+    ) -> Result<()> {
+        let mut m =
+            crate::heads::HeadManifest::new("trigram", lm, serde_json::json!({ "pad": self.pad }));
+        m.training = training;
+        let bytes = self.table.to_bytes();
+        crate::heads::save_head(
+            dir,
+            &m,
+            &crate::heads::Tensors::default(),
+            &[(TABLE_FILE, &bytes)],
+        )
+    }
+
+    /// Builds the head from a head directory (already checked against the model).
+    pub fn from_files(name: &str, dir: &Path, m: &crate::heads::HeadManifest) -> Result<Self> {
+        let pad = m.params["pad"].as_u64().ok_or_else(|| {
+            Error::format(
+                dir.join(crate::heads::HEAD_MANIFEST),
+                "`params.pad` is missing; retrain the head",
+            )
+        })? as u32;
+        Self::new(name, CandidateTable::load(&dir.join(TABLE_FILE))?, pad)
+    }
+}
+
+/// The file of a head directory that holds its table.
+pub const TABLE_FILE: &str = "trigram.bin";
+
+impl crate::head::Predictor for TrigramHead {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn vocab_size(&self) -> usize {
+        self.table.vocab_size()
+    }
+    fn context_width(&self) -> usize {
+        0
+    }
+    fn history_len(&self) -> usize {
+        2
+    }
+    /// Scores are `−rank`.
+    fn predict_into(&self, ctx: crate::head::Context<'_>, k: usize, out: &mut crate::topk::TopK) {
+        let h = ctx.history;
+        let at = |back: usize| h.len().checked_sub(back).map_or(self.pad, |i| h[i]);
+        out.reset(k);
+        LIST.with(|l| {
+            let l = &mut *l.borrow_mut();
+            self.table.candidates_into(at(2), at(1), k, l);
+            for (rank, &w) in l.iter().enumerate() {
+                out.push(w, -(rank as f32));
+            }
+        });
+    }
+    /// A binary search, no multiply-adds.
+    fn cost(&self, _ctx: crate::head::Context<'_>) -> usize {
+        0
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
