@@ -306,12 +306,8 @@ fn run_l2s(a: L2sArgs) -> anyhow::Result<()> {
     );
     for (name, cfg) in runs {
         eprintln!("== {name}: r = {}, B = {}", cfg.clusters, cfg.budget);
-        let mut log_text = String::new();
-        let mut log = |line: &str| {
-            eprintln!("{line}");
-            log_text.push_str(line);
-            log_text.push('\n');
-        };
+        let mut log_text = TrainLog::default();
+        let mut log = |line: &str| log_text.line(line);
         log(&contexts_line);
         let (head, report) = train_l2s(
             &name,
@@ -328,7 +324,7 @@ fn run_l2s(a: L2sArgs) -> anyhow::Result<()> {
             &name,
             &cfg,
             &report,
-            &log_text,
+            &log_text.0,
             |dir, t, extra| head.save(dir, &lm, t, extra),
         )?;
         let best = &report.rounds[report.best_round];
@@ -379,12 +375,8 @@ fn run_ds(a: DsArgs) -> anyhow::Result<()> {
     let started = Instant::now();
     let train = contexts(&lm, &a.train, cfg.max_contexts, !a.quiet)?;
     let valid = contexts(&lm, &a.valid, 0, !a.quiet)?;
-    let mut log_text = String::new();
-    let mut log = |line: &str| {
-        eprintln!("{line}");
-        log_text.push_str(line);
-        log_text.push('\n');
-    };
+    let mut log_text = TrainLog::default();
+    let mut log = |line: &str| log_text.line(line);
     log(&format!(
         "contexts: {} from {}, {} from {} ({:.0} s); stages {:?}",
         train.len(),
@@ -429,7 +421,7 @@ fn run_ds(a: DsArgs) -> anyhow::Result<()> {
         &a.name,
         &cfg,
         &report,
-        &log_text,
+        &log_text.0,
         |dir, t, extra| head.save(dir, &lm, t, extra),
     )?;
     let last = report.stages.last().expect("at least one stage");
@@ -516,12 +508,8 @@ fn run_bucketed(kind: BucketKind, a: BucketArgs) -> anyhow::Result<()> {
     let started = Instant::now();
     let train = contexts(&lm, &a.train, cfg.max_contexts, !a.quiet)?;
     let valid = contexts(&lm, &a.valid, 0, !a.quiet)?;
-    let mut log_text = String::new();
-    let mut log = |line: &str| {
-        eprintln!("{line}");
-        log_text.push_str(line);
-        log_text.push('\n');
-    };
+    let mut log_text = TrainLog::default();
+    let mut log = |line: &str| log_text.line(line);
     log(&format!(
         "contexts: {} from {}, {} from {} ({:.0} s); cutoffs {:?}, widths {:?}, target {:?}",
         train.len(),
@@ -569,7 +557,7 @@ fn run_bucketed(kind: BucketKind, a: BucketArgs) -> anyhow::Result<()> {
         &name,
         &cfg,
         &report,
-        &log_text,
+        &log_text.0,
         |dir, t, extra| head.save(dir, &lm, t, extra),
     )?;
     let last = &report.epochs.last().expect("at least one epoch").valid;
@@ -650,12 +638,8 @@ fn run_candidates(a: CandidatesArgs) -> anyhow::Result<()> {
         full: lm.full_head(),
     };
     let device = a.backend.parse::<Backend>()?.autodiff_device()?;
-    let mut log_text = String::new();
-    let mut log = |line: &str| {
-        eprintln!("{line}");
-        log_text.push_str(line);
-        log_text.push('\n');
-    };
+    let mut log_text = TrainLog::default();
+    let mut log = |line: &str| log_text.line(line);
     let command = std::env::args().collect::<Vec<_>>().join(" ");
     let config_json = serde_json::to_string_pretty(&cfg)?;
     let dir = a.model.join("heads").join(&a.name);
@@ -688,7 +672,7 @@ fn run_candidates(a: CandidatesArgs) -> anyhow::Result<()> {
         &a.name,
         &cfg,
         &report,
-        &log_text,
+        &log_text.0,
         |dir, t, extra| head.save(dir, &lm, t, extra),
     )?;
     // The trigram model alone, as a head of its own (the paper's "N-gram" row).
@@ -715,6 +699,18 @@ fn run_candidates(a: CandidatesArgs) -> anyhow::Result<()> {
         report.table_bytes
     );
     Ok(())
+}
+
+/// Training log lines: printed to stderr and kept for the head's train.log.
+#[derive(Default)]
+struct TrainLog(String);
+
+impl TrainLog {
+    fn line(&mut self, line: &str) {
+        eprintln!("{line}");
+        self.0.push_str(line);
+        self.0.push('\n');
+    }
 }
 
 /// The JSON config at `path`, or the defaults.

@@ -29,7 +29,7 @@ use crate::error::{Error, Result};
 use crate::eval::K_MAX;
 use crate::full::FullHead;
 use crate::head::SoftmaxHead;
-use crate::rows::ExactRows;
+use crate::rows::{ExactRows, Stamps};
 use crate::topk::TopK;
 
 /// One entry of a dimension's sorted list.
@@ -86,7 +86,7 @@ impl GreedyIndex {
     fn screen(&self, h: &[f32], budget: usize, s: &mut Scratch) -> usize {
         let (d, vocab) = (self.d, self.vocab_size());
         debug_assert_eq!(h.len(), d);
-        let epoch = s.next_epoch(vocab);
+        s.seen.clear(vocab);
         let n_leaves = (d + 1).next_power_of_two();
         let Scratch {
             seen,
@@ -134,9 +134,7 @@ impl GreedyIndex {
             let walk = &mut walks[leaf];
             let id = self.sorted[walk.pos as usize].id;
             pops += 1;
-            let stamp = &mut seen[id as usize];
-            let new = *stamp != epoch;
-            *stamp = epoch;
+            let new = seen.insert(id as usize);
             found[n] = id;
             n += new as usize;
             let mut cur = leaf as u64; // no product left
@@ -187,9 +185,8 @@ struct Walk {
 /// Per-thread scratch, so queries do not allocate once warm.
 #[derive(Default)]
 struct Scratch {
-    /// `[vocab]`: `seen[i] == epoch` once word `i` has been found by this query.
-    seen: Vec<u32>,
-    epoch: u32,
+    /// The words found by this query.
+    seen: Stamps,
     /// `[d + 1]`: each dimension's walk.
     walks: Vec<Walk>,
     /// `[2 L]`, `L` = `d + 1` rounded up to a power of two: node 0 holds the winner (the
@@ -198,21 +195,6 @@ struct Scratch {
     tree: Vec<u64>,
     /// `[≤ vocab]`: the words screened so far.
     found: Vec<u32>,
-}
-
-impl Scratch {
-    /// A fresh epoch: no word is seen yet.
-    fn next_epoch(&mut self, vocab: usize) -> u32 {
-        if self.seen.len() < vocab {
-            self.seen.resize(vocab, 0);
-        }
-        self.epoch = self.epoch.wrapping_add(1);
-        if self.epoch == 0 {
-            self.seen.fill(0);
-            self.epoch = 1;
-        }
-        self.epoch
-    }
 }
 
 thread_local! {

@@ -43,6 +43,7 @@ use crate::full::FullHead;
 use crate::head::SoftmaxHead;
 use crate::kernels::Simd;
 use crate::mips::Augmented;
+use crate::rows::Stamps;
 use crate::topk::TopK;
 
 /// Links per node on the upper layers (`2M` on layer 0). Measured on the PTB output layer
@@ -83,10 +84,8 @@ impl Ord for Near {
 /// Search state, reused across queries (thread-local) and insertions.
 #[derive(Debug, Default)]
 struct Scratch {
-    /// `[n]`: `visited[i] == epoch` iff node `i` was reached in this search; never cleared
-    /// except when the epoch wraps.
-    visited: Vec<u32>,
-    epoch: u32,
+    /// The nodes reached in this search.
+    visited: Stamps,
     /// Best first: the frontier still to expand.
     candidates: BinaryHeap<Near>,
     /// Worst first: the best `ef` found so far.
@@ -104,19 +103,6 @@ struct Scratch {
     row: Vec<f32>,
     /// Unvisited neighbours of the node being expanded.
     fresh: Vec<u32>,
-}
-
-impl Scratch {
-    fn new_epoch(&mut self, n: usize) {
-        if self.visited.len() < n {
-            self.visited.resize(n, 0);
-        }
-        self.epoch = self.epoch.wrapping_add(1);
-        if self.epoch == 0 {
-            self.visited.fill(0);
-            self.epoch = 1;
-        }
-    }
 }
 
 thread_local! {
@@ -388,13 +374,12 @@ impl HnswIndex {
         let mut dots = 0;
         let Scratch {
             visited,
-            epoch,
             candidates,
             results,
             fresh,
             ..
         } = s;
-        let epoch = *epoch;
+        let (visited, epoch) = visited.raw();
         if fresh.len() < self.cap(0) {
             fresh.resize(self.cap(0), 0);
         }
@@ -434,7 +419,7 @@ impl HnswIndex {
             let links = self.links(c.id, layer);
             let mut len = 0;
             for &nb in links {
-                // SAFETY: link ids are < n ≤ visited.len() (new_epoch), and
+                // SAFETY: link ids are < n ≤ visited.len() (`Stamps::clear`), and
                 // fresh.len() ≥ 2M ≥ links.len() (resized above).
                 debug_assert!((nb as usize) < visited.len() && len < fresh.len());
                 let seen = visited.get_unchecked_mut(nb as usize);
@@ -509,8 +494,8 @@ impl HnswIndex {
         q.push(1.0);
         q.resize(self.width, 0.0);
         let (start, mut dots) = self.descend::<K>(&q, 0);
-        s.new_epoch(self.len());
-        s.visited[start.id as usize] = s.epoch;
+        s.visited.clear(self.len());
+        s.visited.insert(start.id as usize);
         s.candidates.clear();
         s.results.clear();
         s.candidates.push(start);
@@ -587,11 +572,11 @@ impl HnswIndex {
         s.found.push(start);
         for layer in (0..=level.min(self.max_level)).rev() {
             // A fresh visited set per layer, seeded with the beam of the layer above.
-            s.new_epoch(self.len());
+            s.visited.clear(self.len());
             s.candidates.clear();
             s.results.clear();
             for &f in &s.found {
-                s.visited[f.id as usize] = s.epoch;
+                s.visited.insert(f.id as usize);
                 s.candidates.push(f);
                 s.results.push(Reverse(f));
             }

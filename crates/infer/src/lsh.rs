@@ -35,7 +35,7 @@ use crate::full::FullHead;
 use crate::head::SoftmaxHead;
 use crate::kernels::{dot, PackedMatrix};
 use crate::mips::Augmented;
-use crate::rows::ExactRows;
+use crate::rows::{ExactRows, Stamps};
 use crate::topk::TopK;
 
 /// Seed of [`LshIndex::new`]'s projections.
@@ -199,28 +199,12 @@ impl SplitMix64 {
 /// Per-thread scratch, so queries do not allocate once warm.
 #[derive(Default)]
 struct Scratch {
-    /// `[vocab]`: `seen[i] == epoch` once word `i` is in this query's union.
-    seen: Vec<u32>,
-    epoch: u32,
+    /// The words in this query's union.
+    seen: Stamps,
     /// `[B·T]`: the query's projections.
     proj: Vec<f32>,
     /// `[≤ vocab]`: the union, bucket by bucket.
     found: Vec<u32>,
-}
-
-impl Scratch {
-    /// A fresh epoch: no word is seen yet.
-    fn next_epoch(&mut self, vocab: usize) -> u32 {
-        if self.seen.len() < vocab {
-            self.seen.resize(vocab, 0);
-        }
-        self.epoch = self.epoch.wrapping_add(1);
-        if self.epoch == 0 {
-            self.seen.fill(0);
-            self.epoch = 1;
-        }
-        self.epoch
-    }
 }
 
 thread_local! {
@@ -293,7 +277,7 @@ impl LshHead {
     fn union(&self, h: &[f32], s: &mut Scratch) {
         let ix = &*self.index;
         let bits = self.bits;
-        let epoch = s.next_epoch(ix.vocab_size());
+        s.seen.clear(ix.vocab_size());
         s.found.clear();
         s.proj.resize(self.tables * bits, 0.0);
         if bits > 0 {
@@ -304,9 +288,7 @@ impl LshHead {
                 .iter()
                 .fold(0u32, |c, &p| c << 1 | (p > 0.0) as u32);
             for &i in ix.bucket(t, bits, key) {
-                let stamp = &mut s.seen[i as usize];
-                if *stamp != epoch {
-                    *stamp = epoch;
+                if s.seen.insert(i as usize) {
                     s.found.push(i);
                 }
             }

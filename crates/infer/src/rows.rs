@@ -300,6 +300,44 @@ pub(crate) unsafe fn dot_avx2(a: &[f32], b: &[f32]) -> f32 {
     sum
 }
 
+/// A set of ids `0..n` emptied in O(1), the "seen" set of the graph, greedy and hashing heads:
+/// each query opens a new epoch, and an id is in the set while its stamp equals the epoch (the
+/// stamps are zeroed only when the epoch wraps).
+#[derive(Debug, Default)]
+pub struct Stamps {
+    stamps: Vec<u32>,
+    epoch: u32,
+}
+
+impl Stamps {
+    /// Empties the set, for ids below `n`.
+    pub fn clear(&mut self, n: usize) {
+        if self.stamps.len() < n {
+            self.stamps.resize(n, 0);
+        }
+        self.epoch = self.epoch.wrapping_add(1);
+        if self.epoch == 0 {
+            self.stamps.fill(0);
+            self.epoch = 1;
+        }
+    }
+
+    /// Adds `i`; whether it was new.
+    #[inline]
+    pub fn insert(&mut self, i: usize) -> bool {
+        let stamp = &mut self.stamps[i];
+        let new = *stamp != self.epoch;
+        *stamp = self.epoch;
+        new
+    }
+
+    /// The stamps and the epoch, for loops that mark ids without branches.
+    #[inline]
+    pub fn raw(&mut self) -> (&mut [u32], u32) {
+        (&mut self.stamps, self.epoch)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
