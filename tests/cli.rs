@@ -439,18 +439,26 @@ fn train_eval_bench_predict() {
         r#"{"context": 3, "slots": 4, "width": 8, "rank": 2, "frequent_pool": 6, "epochs": 2, "batch_size": 32, "lr": 0.01}"#,
     )
     .unwrap();
-    let (ok, out, err) = cli(&[
-        "train-head",
-        "candidates",
-        "--model",
-        &s("m"),
-        "--config",
-        &s("cand.json"),
-        "--train",
-        &s("ptb.train.txt"),
-        "--valid",
-        &s("ptb.valid.txt"),
-    ]);
+    let train_candidates = |extra: &[&str]| {
+        let (model, config, train, valid) = (
+            s("m"),
+            s("cand.json"),
+            s("ptb.train.txt"),
+            s("ptb.valid.txt"),
+        );
+        let mut args = vec![
+            "train-head",
+            "candidates",
+            "--model",
+            &model,
+            "--config",
+            &config,
+        ];
+        args.extend(["--train", &train, "--valid", &valid]);
+        args.extend(extra);
+        cli(&args)
+    };
+    let (ok, out, err) = train_candidates(&[]);
     assert!(ok, "{err}");
     assert!(
         out.contains("heads/candidates") && out.contains("WPR"),
@@ -481,6 +489,36 @@ fn train_eval_bench_predict() {
     let tri: serde_json::Value = serde_json::from_str(out.lines().nth(2).unwrap()).unwrap();
     assert_eq!(tri["head"], "candidates-trigram");
     assert!(tri["acc_at_1"].as_f64().unwrap() > 0.5, "{tri}");
+    // End to end, the predictor skips the LM step that the full softmax pays for.
+    let full: serde_json::Value = serde_json::from_str(out.lines().next().unwrap()).unwrap();
+    let us = |r: &serde_json::Value, f: &str| r[f].as_f64().unwrap();
+    assert_eq!(
+        us(&row, "us_per_word_end_to_end"),
+        us(&row, "us_per_query_b1")
+    );
+    assert!(us(&full, "us_per_word_end_to_end") > us(&full, "us_per_query_b1"));
+    assert_eq!(us(&full, "speedup_end_to_end"), 1.0);
+    // The teacher assistant: a predictor taught by the one just trained, not by the LSTM.
+    let ta = |teacher: &str| {
+        train_candidates(&[
+            "--teacher",
+            teacher,
+            "--distill",
+            "0.5",
+            "--name",
+            "cand-student",
+        ])
+    };
+    let (ok, _, err) = ta("candidates");
+    assert!(ok, "{err}");
+    assert!(
+        err.contains("teacher: the candidate predictor candidates"),
+        "{err}"
+    );
+    let (ok, _, err) = ta("candidates-trigram");
+    assert!(!ok && err.contains("holds a trigram head"), "{err}");
+    let (ok, _, err) = train_candidates(&["--fill", "sideways"]);
+    assert!(!ok && err.contains("use top, frequent or random"), "{err}");
     let (ok, out, err) = cli(&[
         "predict",
         "--model",

@@ -92,14 +92,13 @@ pub fn bench(
         .iter()
         .map(|n| loader.load(n))
         .collect::<Result<Vec<_>, _>>()?;
-    let started = std::time::Instant::now();
     let contexts = eval::collect_contexts(lm, tokens, max_contexts)?;
     // The LM step every softmax head needs first (a predictor that reads only the previous
-    // words skips it): its cost per token, for end-to-end comparisons.
+    // words skips it), timed like the heads: the end-to-end columns.
+    let lm_step = eval::time_lm_step(lm, &tokens[..contexts.len().min(LM_STEP_TOKENS)], repeats)?;
     eprintln!(
-        "language model step: {:.1} µs per token (single thread, {} tokens)",
-        started.elapsed().as_secs_f64() * 1e6 / contexts.len() as f64,
-        contexts.len()
+        "language model step: {lm_step:.1} µs per token (single thread, median of {repeats} passes over {} tokens)",
+        contexts.len().min(LM_STEP_TOKENS)
     );
     if let Some(path) = save_contexts {
         write_npy(path, Npy::F32(&contexts.hs), &[contexts.len(), contexts.d])?;
@@ -118,8 +117,12 @@ pub fn bench(
         &refs,
         &contexts,
         repeats,
+        Some(lm_step),
     )?)
 }
+
+/// Tokens the LM step is timed over (enough for a stable median).
+const LM_STEP_TOKENS: usize = 20_000;
 
 /// The human table, or the same rows as Markdown (for results files).
 pub fn print_table(reports: &[HeadReport], markdown: bool) {
@@ -135,6 +138,7 @@ pub fn print_table(reports: &[HeadReport], markdown: bool) {
         "×b1",
         "×b64",
         "×FLOP",
+        "×e2e",
     ];
     let rows: Vec<Vec<String>> = reports
         .iter()
@@ -146,6 +150,10 @@ pub fn print_table(reports: &[HeadReport], markdown: bool) {
             );
             row.extend([r.us_per_query_b1, r.us_per_query_b64].map(|x| format!("{x:.1}")));
             row.extend([r.speedup_b1, r.speedup_b64, r.flop_speedup].map(|x| format!("{x:.2}")));
+            row.push(
+                r.speedup_end_to_end
+                    .map_or("-".into(), |x| format!("{x:.1}")),
+            );
             row
         })
         .collect();

@@ -188,7 +188,7 @@ pub fn run(a: CompareArgs) -> anyhow::Result<()> {
         a.repeats
     );
     let refs: Vec<&dyn Predictor> = loaded.iter().map(|(_, h)| h.as_ref()).collect();
-    let reports = eval::bench_heads(lm.full_head(), &refs, &contexts, a.repeats)?;
+    let reports = eval::bench_heads(lm.full_head(), &refs, &contexts, a.repeats, None)?;
     let rows: Vec<CompareRow> = loaded
         .iter()
         .zip(reports)
@@ -500,6 +500,8 @@ mod tests {
                 speedup_b1: speedup,
                 speedup_b64: 1.0,
                 flop_speedup: speedup,
+                us_per_word_end_to_end: None,
+                speedup_end_to_end: None,
             },
         }
     }

@@ -58,19 +58,33 @@ pub struct CandidatesArgs {
     /// below override it.
     #[arg(long)]
     config: Option<PathBuf>,
-    /// Embedding factorisation rank r (0 = unfactorised) [default 10].
+    /// Embedding factorisation rank r (0 = unfactorised) [default 30].
     #[arg(long)]
     rank: Option<usize>,
-    /// Passes over the training positions [default 3].
+    /// Passes over the training positions [default 12].
     #[arg(long)]
     epochs: Option<usize>,
     /// Use at most N training positions, evenly spaced (0 = all).
     #[arg(long)]
     max_samples: Option<usize>,
-    /// Weight of the model's own LSTM as teacher, 0..1 (0 = the true next word only); the LSTM
-    /// is run over the training text once.
+    /// Weight of the teacher's soft targets, 0..1 (0 = the true next word only) [default 0.9].
+    /// The teacher is the model's own LSTM (run over the training text once) unless --teacher
+    /// names one.
     #[arg(long)]
     distill: Option<f64>,
+    /// How training lists are filled after the potential words: `top` (the most frequent
+    /// words, exactly the served list), `frequent` (random frequent words, the paper's PF) or
+    /// `random` (random words, PR) [default top].
+    #[arg(long)]
+    fill: Option<String>,
+    /// Shuffle every training list (the paper's choice; measured to lose WPR on PTB).
+    #[arg(long)]
+    permute: bool,
+    /// Distil from this trained candidate predictor of the same model (MODEL/heads/NAME, the
+    /// same slots) instead of the LSTM: the paper's teacher assistant, e.g. an r = 50 predictor
+    /// distilled from the LSTM, teaching r = 10.
+    #[arg(long)]
+    teacher: Option<String>,
     /// Training text (one tokenized sentence per line).
     #[arg(long, default_value = "data/ptb/ptb.train.txt")]
     train: PathBuf,
@@ -615,6 +629,12 @@ fn run_candidates(a: CandidatesArgs) -> anyhow::Result<()> {
     if let Some(x) = a.distill {
         cfg.distill = x;
     }
+    if let Some(f) = &a.fill {
+        cfg.fill = serde_json::from_value(serde_json::json!(f)).map_err(|_| {
+            anyhow::anyhow!("--fill {f:?} is not a list fill: use top, frequent or random")
+        })?;
+    }
+    cfg.permute |= a.permute;
     let vocab = lm.spec().vocab_size;
     cfg.validate(vocab)?;
     let read = |p: &Path| -> anyhow::Result<Vec<u32>> {
@@ -627,15 +647,37 @@ fn run_candidates(a: CandidatesArgs) -> anyhow::Result<()> {
         Ok(fastsoftmax_data::corpus::read_tokens(p, lm.vocab())?)
     };
     let (train, valid) = (read(&a.train)?, read(&a.valid)?);
-    // The teacher's contexts: every position of the training stream, in order.
-    let teacher_hs = if cfg.distill > 0.0 {
+    let assistant = match &a.teacher {
+        Some(name) => {
+            let dir = a.model.join("heads").join(name);
+            let (m, t) = fastsoftmax_infer::heads::read_head(&dir, &lm)
+                .with_context(|| format!("loading the teacher predictor {name:?}"))?;
+            if m.kind != "candidates" {
+                anyhow::bail!(
+                    "--teacher {name}: {} holds a {} head; name a candidate predictor trained with `train-head candidates`",
+                    dir.display(),
+                    m.kind
+                );
+            }
+            if cfg.distill == 0.0 {
+                anyhow::bail!("--teacher {name} needs --distill above 0 (its weight in the loss)");
+            }
+            Some(CandidatesHead::from_files(name, &dir, &m, &t, &lm)?)
+        }
+        None => None,
+    };
+    // The LM teacher's contexts: every position of the training stream, in order.
+    let teacher_hs = if cfg.distill > 0.0 && assistant.is_none() {
         contexts(&lm, &a.train, 0, true)?.hs
     } else {
         Vec::new()
     };
-    let teacher = Teacher {
-        hs: &teacher_hs,
-        full: lm.full_head(),
+    let teacher = match &assistant {
+        Some(head) => Teacher::Assistant(head),
+        None => Teacher::Lm {
+            hs: &teacher_hs,
+            full: lm.full_head(),
+        },
     };
     let device = a.backend.parse::<Backend>()?.autodiff_device()?;
     let mut log_text = TrainLog::default();

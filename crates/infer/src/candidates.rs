@@ -10,10 +10,12 @@
 //! a_i   = e_c · e(c_i) / √D                                  (attention scores, Eq. 4)
 //! p     = softmax(O a + o)            O: [k+1, k]            (Eq. 5; slot k = "not in the list")
 //! ```
-//! Served in folded form: `F_j Mᵀ` (`[D, r]` per context position `j`) is precomputed, so the
-//! context costs `n·D·r` multiply-adds, and `e_c · e(c_i) = (M e_c) · u_{c_i}`, so each
-//! candidate costs `r`. With the paper's n = 15, D = 100, r = 10, k = 10 that is about 16,000
-//! multiply-adds per prediction, against 2,000,000 for PTB's full softmax alone.
+//! Served in folded form: `F_j Mᵀ` (`[D, r]` per context position `j`) is precomputed, so
+//! encoding the context is one vector × matrix product of the `n·r` factors of the context words
+//! with a `[n·r, D]` matrix (`n·D·r` multiply-adds, accumulated in registers), and
+//! `e_c · e(c_i) = (M e_c) · u_{c_i}`, so each candidate costs `r`. With the paper's n = 15,
+//! D = 100, r = 10, k = 10 that is about 16,000 multiply-adds per prediction, against 2,000,000
+//! for PTB's full softmax alone (and no LM step).
 
 use std::cell::RefCell;
 use std::path::Path;
@@ -21,7 +23,7 @@ use std::path::Path;
 use crate::error::{Error, Result};
 use crate::head::{Context, Predictor};
 use crate::heads::{self, HeadManifest, Tensors};
-use crate::kernels::dot;
+use crate::kernels::{self, dot, Simd};
 use crate::lm::LanguageModel;
 use crate::topk::TopK;
 use crate::trigram::CandidateTable;
@@ -107,22 +109,34 @@ pub struct CandidatesHead {
     name: String,
     params: CandidateParams,
     table: CandidateTable,
-    /// `[n, r, D]`: `(F_j Mᵀ)ᵀ` for each context position `j`, so a context word adds `r`
-    /// scaled rows of length `D` (vectorised axpys).
+    /// `D` rounded up to a multiple of 16 (the padding columns are zero throughout).
+    stride: usize,
+    /// `[n·r, stride]`: row `j·r + b` is `(F_j Mᵀ)ᵀ[b]`, what context position `j`'s factor `b`
+    /// adds to the sentence embedding; one [`kernels::vecmat`] encodes the context.
     folded: Vec<f32>,
+    /// `[stride]`: `f`, padded.
+    f_bias: Vec<f32>,
+    /// `[D, r↑16]`: `(M / √D)ᵀ`, padded, so the attention query `q = (M/√D) e_c` is one
+    /// [`kernels::vecmat`] with `e_c` as the coefficients.
+    query: Vec<f32>,
+    /// `[r↑16]` zeros: the query's bias.
+    query_bias: Vec<f32>,
     /// Id read for positions before the start of the text (`<eos>`, as in training).
     pad: u32,
     /// Width of the language model's output rows: [`Predictor::cost`]'s unit.
     lm_width: usize,
+    simd: Simd,
 }
 
 /// Per-thread scratch, so predictions do not allocate once warm.
 #[derive(Default)]
 struct Scratch {
     candidates: Vec<u32>,
-    /// `[D]`
+    /// `[n·r]`: the context words' factors, in `folded`'s row order.
+    coefs: Vec<f32>,
+    /// `[stride]`
     e_c: Vec<f32>,
-    /// `[r]`
+    /// `[r↑16]`
     q: Vec<f32>,
     /// `[k + 1]`
     logits: Vec<f32>,
@@ -155,23 +169,39 @@ impl CandidatesHead {
             )));
         }
         let (n, d, r) = (s.context, s.width, s.rank);
-        // folded[j][b][a] = Σ_c F[a][j·D + c] · M[b][c]
-        let mut folded = vec![0.0f32; n * r * d];
+        let stride = d.next_multiple_of(kernels::PANEL);
+        // folded[j·r + b][a] = Σ_c F[a][j·D + c] · M[b][c]
+        let mut folded = vec![0.0f32; n * r * stride];
         for j in 0..n {
             for a in 0..d {
                 let f_row = &params.f[a * n * d + j * d..a * n * d + (j + 1) * d];
                 for b in 0..r {
-                    folded[(j * r + b) * d + a] = dot(f_row, &params.m[b * d..(b + 1) * d]);
+                    folded[(j * r + b) * stride + a] = dot(f_row, &params.m[b * d..(b + 1) * d]);
                 }
+            }
+        }
+        let mut f_bias = params.f_bias.clone();
+        f_bias.resize(stride, 0.0);
+        let r_pad = r.next_multiple_of(kernels::PANEL);
+        let mut query = vec![0.0f32; d * r_pad];
+        let scale = 1.0 / (d as f32).sqrt();
+        for b in 0..r {
+            for a in 0..d {
+                query[a * r_pad + b] = params.m[b * d + a] * scale;
             }
         }
         Ok(CandidatesHead {
             name: name.into(),
+            f_bias,
+            query,
+            query_bias: vec![0.0; r_pad],
             params,
             table,
+            stride,
             folded,
             pad,
             lm_width: lm_width.max(1),
+            simd: Simd::detect(),
         })
     }
 
@@ -226,36 +256,36 @@ impl CandidatesHead {
         let Shape {
             context: n,
             slots: k,
-            width: d,
             rank: r,
             ..
         } = p.shape;
-        s.e_c.clear();
-        s.e_c.extend_from_slice(&p.f_bias);
         // Context position j holds the j-th of the last n words (padded at the start).
+        s.coefs.clear();
         for j in 0..n {
-            let back = n - j;
             let w = history
                 .len()
-                .checked_sub(back)
+                .checked_sub(n - j)
                 .map_or(self.pad, |i| history[i]) as usize;
-            let u = &p.u[w * r..(w + 1) * r];
-            let block = &self.folded[j * r * d..(j + 1) * r * d];
-            for (&ub, row) in u.iter().zip(block.chunks_exact(d)) {
-                for (e, &x) in s.e_c.iter_mut().zip(row) {
-                    *e += ub * x;
-                }
-            }
+            s.coefs.extend_from_slice(&p.u[w * r..(w + 1) * r]);
         }
+        s.e_c.resize(self.stride, 0.0);
+        kernels::vecmat(self.simd, &s.coefs, &self.folded, &self.f_bias, &mut s.e_c);
         for e in &mut s.e_c {
             *e = tanh(*e);
         }
-        let scale = 1.0 / (d as f32).sqrt();
-        s.q.clear();
-        s.q.extend(p.m.chunks_exact(d).map(|row| dot(row, &s.e_c) * scale));
+        s.q.resize(self.query_bias.len(), 0.0);
+        let d = p.shape.width;
+        kernels::vecmat(
+            self.simd,
+            &s.e_c[..d],
+            &self.query,
+            &self.query_bias,
+            &mut s.q,
+        );
+        let q = &s.q[..r];
         s.a.clear();
         s.a.extend((0..k).map(|i| match candidates.get(i) {
-            Some(&c) => dot(&s.q, &p.u[c as usize * r..(c as usize + 1) * r]),
+            Some(&c) => dot(q, &p.u[c as usize * r..(c as usize + 1) * r]),
             None => 0.0,
         }));
         s.logits.clear();
@@ -338,8 +368,12 @@ impl CandidatesHead {
     /// Bytes of the network as served (folded) and of the table.
     pub fn size_bytes(&self) -> (usize, usize) {
         let p = &self.params;
-        let floats =
-            p.u.len() + p.m.len() + self.folded.len() + p.f_bias.len() + p.o.len() + p.o_bias.len();
+        let floats = p.u.len()
+            + self.folded.len()
+            + self.f_bias.len()
+            + self.query.len()
+            + p.o.len()
+            + p.o_bias.len();
         (floats * 4, self.table.size_bytes())
     }
 }

@@ -113,6 +113,11 @@ pub struct HeadReport {
     pub speedup_b64: f64,
     /// vocab / mean dot products per query.
     pub flop_speedup: f64,
+    /// What an app pays per predicted word at batch 1: the LM step (when the head reads the
+    /// LM's context) plus the head; `None` when the LM step was not timed.
+    pub us_per_word_end_to_end: Option<f64>,
+    /// (LM step + full softmax) / [`Self::us_per_word_end_to_end`].
+    pub speedup_end_to_end: Option<f64>,
 }
 
 /// Median µs per query of `repeats` passes over all contexts, at batch 1 and at batch [`BATCH`].
@@ -144,6 +149,25 @@ fn time_head(head: &dyn Predictor, c: &Contexts, repeats: usize) -> (f64, f64) {
     (median(&mut b1), median(&mut bn))
 }
 
+/// Median µs per token of the LM step (reading one word, single thread) over `repeats` passes
+/// of `tokens` from the zero state: what every softmax head needs first.
+pub fn time_lm_step(lm: &LanguageModel, tokens: &[u32], repeats: usize) -> Result<f64> {
+    if tokens.is_empty() {
+        return Err(Error::Invalid("no tokens to time the LM step on".into()));
+    }
+    let mut times = Vec::with_capacity(repeats.max(1));
+    for _ in 0..repeats.max(1) {
+        let mut state = lm.new_state();
+        let t = Instant::now();
+        for &w in tokens {
+            lm.step(std::hint::black_box(w), &mut state)?;
+        }
+        std::hint::black_box(state.context());
+        times.push(t.elapsed().as_secs_f64() * 1e6 / tokens.len() as f64);
+    }
+    Ok(median(&mut times))
+}
+
 fn median(v: &mut [f64]) -> f64 {
     v.sort_by(f64::total_cmp);
     let m = v.len() / 2;
@@ -156,12 +180,14 @@ fn median(v: &mut [f64]) -> f64 {
 
 /// Benchmarks `heads` against `full` on the same contexts, single thread. `repeats` ≥ 1 passes
 /// are timed per head and batch size; the medians are reported. Predictors that read the
-/// previous words need contexts with their history ([`collect_contexts`]).
+/// previous words need contexts with their history ([`collect_contexts`]). With `lm_step_us`
+/// (from [`time_lm_step`]) the end-to-end columns are filled in.
 pub fn bench_heads(
     full: &FullHead,
     heads: &[&dyn Predictor],
     c: &Contexts,
     repeats: usize,
+    lm_step_us: Option<f64>,
 ) -> Result<Vec<HeadReport>> {
     if let Some(p) = heads
         .iter()
@@ -208,6 +234,8 @@ pub fn bench_heads(
                 time_head(*head, c, repeats)
             };
             let nf = n as f64;
+            let end_to_end =
+                lm_step_us.map(|lm| b1 + if head.context_width() > 0 { lm } else { 0.0 });
             HeadReport {
                 head: head.name().to_string(),
                 contexts: n,
@@ -221,6 +249,8 @@ pub fn bench_heads(
                 speedup_b1: full_b1 / b1,
                 speedup_b64: full_bn / bn,
                 flop_speedup: vocab / (cost as f64 / nf),
+                us_per_word_end_to_end: end_to_end,
+                speedup_end_to_end: lm_step_us.zip(end_to_end).map(|(lm, e)| (lm + full_b1) / e),
             }
         })
         .collect())

@@ -421,7 +421,7 @@ pub fn train_bucketed(
     let valid = subsample(valid, cfg.valid_contexts);
     let score = |b: &[Bucket]| -> Result<(BucketedHead, HeadReport)> {
         let head = BucketedHead::new(kind, name, d, vocab, b)?;
-        let report = bench_heads(full, &[head.head()], &valid, 1)?.remove(0);
+        let report = bench_heads(full, &[head.head()], &valid, 1, None)?.remove(0);
         Ok((head, report))
     };
     let (_, init_report) = score(&init)?;
