@@ -517,6 +517,11 @@ fn train_eval_bench_predict() {
     );
     let (ok, _, err) = ta("candidates-trigram");
     assert!(!ok && err.contains("holds a trigram head"), "{err}");
+    let (ok, _, err) = train_candidates(&["--teacher", "candidates"]);
+    assert!(
+        !ok && err.contains("give the student another --name"),
+        "{err}"
+    );
     let (ok, _, err) = train_candidates(&["--fill", "sideways"]);
     assert!(!ok && err.contains("use top, frequent or random"), "{err}");
     let (ok, out, err) = cli(&[
