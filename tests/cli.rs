@@ -532,8 +532,18 @@ fn train_eval_bench_predict() {
         "candidates",
         "-k",
         "3",
+        "--json",
         "the cat sat on the",
     ]);
     assert!(ok, "{err}");
-    assert!(out.contains("mat"), "{out}");
+    // The predictor's own probabilities (it never ran the LSTM), best first.
+    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(v[0]["word"], "mat", "{v}");
+    let own: Vec<f64> = (0..3)
+        .map(|i| v[i]["head_prob"].as_f64().unwrap())
+        .collect();
+    assert!(
+        own.windows(2).all(|p| p[0] >= p[1]) && own.iter().sum::<f64>() <= 1.0,
+        "{v}"
+    );
 }

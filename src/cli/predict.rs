@@ -55,26 +55,43 @@ pub fn run(a: PredictArgs) -> anyhow::Result<()> {
     let log_z = fastsoftmax_infer::log_sum_exp(&logits);
     let mut best = TopK::new(a.k);
     head.predict_into(ctx, a.k, &mut best);
-    // Every head's words are shown with the model's exact probability of them.
-    let rows: Vec<(String, f64)> = best
+    // Every head's words are shown with the model's exact probability of them; a predictor
+    // that reads only the previous words (no LM step) also shows its own probability.
+    let own = head.context_width() == 0;
+    let rows: Vec<(String, f64, Option<f64>)> = best
         .as_slice()
         .iter()
         .map(|s| {
             (
                 lm.vocab().word(s.id).to_string(),
                 (logits[s.id as usize] as f64 - log_z).exp(),
+                (own && s.logit > f32::MIN).then(|| (s.logit as f64).exp()),
             )
         })
         .collect();
     if a.json {
         let v: Vec<_> = rows
             .iter()
-            .map(|(w, p)| serde_json::json!({"word": w, "prob": p}))
+            .map(|(w, p, q)| match q {
+                Some(q) => serde_json::json!({"word": w, "prob": p, "head_prob": q}),
+                None => serde_json::json!({"word": w, "prob": p}),
+            })
             .collect();
         println!("{}", serde_json::Value::Array(v));
     } else {
-        for (w, p) in rows {
-            println!("{p:>8.4}  {w}");
+        let label = format!("{} p", a.head);
+        let width = label.chars().count().max(8);
+        if own {
+            println!("{:>8}  {label:>width$}  word", "model p");
+        } else {
+            println!("{:>8}  word", "model p");
+        }
+        for (w, p, q) in rows {
+            match (own, q) {
+                (false, _) => println!("{p:>8.4}  {w}"),
+                (true, Some(q)) => println!("{p:>8.4}  {q:>width$.4}  {w}"),
+                (true, None) => println!("{p:>8.4}  {:>width$}  {w}", "-"),
+            }
         }
     }
     Ok(())
