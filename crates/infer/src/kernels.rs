@@ -498,7 +498,8 @@ mod avx512 {
         let d = out.len();
         let mut col = 0;
         while col < d {
-            match ((d - col) / PANEL).min(8) {
+            let vectors = ((d - col) / PANEL).min(8);
+            match vectors {
                 8 => vecmat_block::<8>(coefs, rows, bias, out, col),
                 7 => vecmat_block::<7>(coefs, rows, bias, out, col),
                 6 => vecmat_block::<6>(coefs, rows, bias, out, col),
@@ -508,7 +509,7 @@ mod avx512 {
                 2 => vecmat_block::<2>(coefs, rows, bias, out, col),
                 _ => vecmat_block::<1>(coefs, rows, bias, out, col),
             }
-            col += ((d - col) / PANEL).min(8) * PANEL;
+            col += vectors * PANEL;
         }
     }
 
