@@ -256,6 +256,7 @@ impl CandidatesHead {
         let Shape {
             context: n,
             slots: k,
+            width: d,
             rank: r,
             ..
         } = p.shape;
@@ -274,7 +275,6 @@ impl CandidatesHead {
             *e = tanh(*e);
         }
         s.q.resize(self.query_bias.len(), 0.0);
-        let d = p.shape.width;
         kernels::vecmat(
             self.simd,
             &s.e_c[..d],

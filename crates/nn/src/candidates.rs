@@ -295,7 +295,6 @@ pub enum Teacher<'a> {
 enum Targets<'a> {
     Lm {
         hs: &'a [f32],
-        d: usize,
         /// `[positions]`: `log Z` of the full softmax at each training position.
         log_z: Vec<f32>,
         rows: ExactRows,
@@ -327,7 +326,6 @@ impl<'a> Targets<'a> {
                 ));
                 Targets::Lm {
                     hs,
-                    d,
                     log_z,
                     rows: ExactRows::new(full, None),
                 }
@@ -354,7 +352,8 @@ impl<'a> Targets<'a> {
         out: &mut Vec<f32>,
     ) {
         match self {
-            Targets::Lm { hs, d, log_z, rows } => {
+            Targets::Lm { hs, log_z, rows } => {
+                let d = rows.dim();
                 let h = &hs[t * d..(t + 1) * d];
                 let mut rest = 1.0f32;
                 for &w in list {
