@@ -10,7 +10,7 @@ contexts.npy [n, d]). Usage:
 1. numpy full softmax: `h @ W.T + b`, then `argpartition` + sort of the top k; per query (batch 1)
    and per block of 64. Its top-k is the exact answer every P@k below is measured against.
 2. faiss `IndexHNSWFlat` with M and efConstruction equal to our defaults, in two spaces:
-   - `l2`: the MIPS -> nearest-neighbour transform of `crates/infer/src/mips.rs` (rows
+   - `l2`: the MIPS -> nearest-neighbour transform of `crates/infer/src/heads/mips.rs` (rows
      `[w, b, sqrt(phi^2 - |[w, b]|^2)]`, queries `[h, 1, 0]`) searched with the L2 metric, the
      peer of our `hnsw-efE` heads;
    - `ip`: inner product on `[w, b]` and `[h, 1]` directly (`METRIC_INNER_PRODUCT`, no lift), the

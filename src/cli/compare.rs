@@ -333,7 +333,7 @@ fn write_outputs(
         jsonl.push_str(&serde_json::to_string(r)?);
         jsonl.push('\n');
     }
-    fastsoftmax_infer::artifact::write_atomic(&stem(".jsonl"), jsonl.as_bytes())?;
+    fastsoftmax_infer::files::write_atomic(&stem(".jsonl"), jsonl.as_bytes())?;
 
     let file_name = |p: &Path| {
         p.file_name()
@@ -403,7 +403,7 @@ fn write_outputs(
         md.push('\n');
         md.push_str(&text);
     }
-    fastsoftmax_infer::artifact::write_atomic(&stem(".md"), md.as_bytes())?;
+    fastsoftmax_infer::files::write_atomic(&stem(".md"), md.as_bytes())?;
     eprintln!(
         "wrote {0}.md, {0}.jsonl and {0}-p_at_{{1,5}}.{{png,svg}}",
         out.display()

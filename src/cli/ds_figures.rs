@@ -96,7 +96,7 @@ pub fn run(a: DsFiguresArgs) -> anyhow::Result<()> {
     let rows: Vec<serde_json::Value> = (0..vocab)
         .map(|c| serde_json::json!({"word": lm.vocab().word(c as u32), "count": freq[c], "experts": redundancy[c]}))
         .collect();
-    fastsoftmax_infer::artifact::write_atomic(
+    fastsoftmax_infer::files::write_atomic(
         &a.out.join("redundancy.json"),
         &serde_json::to_vec(&rows)?,
     )?;

@@ -74,6 +74,6 @@ pub fn write_npy(path: &Path, data: Npy<'_>, shape: &[usize]) -> anyhow::Result<
     bytes.extend_from_slice(&(header.len() as u16).to_le_bytes());
     bytes.extend_from_slice(header.as_bytes());
     bytes.extend(body);
-    fastsoftmax_infer::artifact::write_atomic(path, &bytes)?;
+    fastsoftmax_infer::files::write_atomic(path, &bytes)?;
     Ok(())
 }

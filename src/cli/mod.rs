@@ -12,6 +12,7 @@ mod quickstart;
 mod synthetic;
 mod train;
 mod train_head;
+mod verify;
 
 use clap::{Parser, Subcommand};
 
@@ -49,6 +50,8 @@ enum Command {
     Synthetic(synthetic::SyntheticArgs),
     /// Fetch PTB if needed, load the shipped model, and print the speedup table.
     Quickstart(quickstart::QuickstartArgs),
+    /// Check a model's and its heads' files against the SHA-256 digests their manifests recorded.
+    Verify(verify::VerifyArgs),
 }
 
 pub fn run() -> anyhow::Result<()> {
@@ -65,5 +68,6 @@ pub fn run() -> anyhow::Result<()> {
         Command::DsFigures(a) => ds_figures::run(a),
         Command::Synthetic(a) => synthetic::run(a),
         Command::Quickstart(a) => quickstart::run(a),
+        Command::Verify(a) => verify::run(a),
     }
 }

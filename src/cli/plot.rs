@@ -157,7 +157,7 @@ pub fn line_plot(
         series,
         ranges,
     )?;
-    fastsoftmax_infer::artifact::write_atomic(&stem.with_extension("svg"), svg.as_bytes())?;
+    fastsoftmax_infer::files::write_atomic(&stem.with_extension("svg"), svg.as_bytes())?;
     // The bitmap backend picks its encoder from the extension: render to a temporary .png.
     let mut tmp = stem.as_os_str().to_owned();
     tmp.push(".tmp.png");

@@ -59,7 +59,7 @@ pub fn run(a: SyntheticArgs) -> anyhow::Result<()> {
     );
     heatmap(&a.out, &title, &report.kept)?;
     let json = serde_json::to_vec_pretty(&report)?;
-    fastsoftmax_infer::artifact::write_atomic(&a.out.with_extension("json"), &json)?;
+    fastsoftmax_infer::files::write_atomic(&a.out.with_extension("json"), &json)?;
     println!(
         "{}×{}: purity {:.3}, accuracy full {:.4} / DS {:.4}, {:.2}× fewer FLOPs; wrote {}.png and .json",
         a.supers,

@@ -5,9 +5,9 @@ use std::time::Instant;
 
 use anyhow::Context;
 use clap::{Args, Subcommand};
-use fastsoftmax_infer::candidates::CandidatesHead;
 use fastsoftmax_infer::eval::Contexts;
-use fastsoftmax_infer::trigram::TrigramHead;
+use fastsoftmax_infer::heads::candidates::CandidatesHead;
+use fastsoftmax_infer::heads::trigram::TrigramHead;
 use fastsoftmax_infer::{AdaptiveHead, DsHead, DsoftmaxHead, LanguageModel};
 use fastsoftmax_nn::bucketed::{
     train_bucketed, BucketConfig, BucketKind, BucketedHead, EpochRecord, Target,
@@ -498,8 +498,12 @@ fn run_bucketed(kind: BucketKind, a: BucketArgs) -> anyhow::Result<()> {
                 );
             }
             Some(match kind {
-                BucketKind::Dsoftmax => DsoftmaxHead::from_files(h, &m, &t, &lm)?.buckets(),
-                BucketKind::Adaptive => AdaptiveHead::from_files(h, &m, &t, &lm)?.buckets(),
+                BucketKind::Dsoftmax => {
+                    DsoftmaxHead::from_files(h, &m, &t, lm.full_head())?.buckets()
+                }
+                BucketKind::Adaptive => {
+                    AdaptiveHead::from_files(h, &m, &t, lm.full_head())?.buckets()
+                }
             })
         }
         None => None,
@@ -669,7 +673,13 @@ fn run_candidates(a: CandidatesArgs) -> anyhow::Result<()> {
             if cfg.distill == 0.0 {
                 anyhow::bail!("--teacher {name} needs --distill above 0 (its weight in the loss)");
             }
-            Some(CandidatesHead::from_files(name, &dir, &m, &t, &lm)?)
+            Some(CandidatesHead::from_files(
+                name,
+                &dir,
+                &m,
+                &t,
+                lm.full_head(),
+            )?)
         }
         None => None,
     };

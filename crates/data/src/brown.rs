@@ -18,7 +18,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use fastsoftmax_infer::artifact::write_atomic;
+use fastsoftmax_infer::files::write_atomic;
 
 pub use crate::ptb::Fetched;
 use crate::{io_err, Error, Result};

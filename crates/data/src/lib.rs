@@ -10,7 +10,7 @@ pub mod brown;
 pub mod corpus;
 pub mod ptb;
 
-pub use fastsoftmax_infer::vocab::{Vocab, EOS, UNK};
+pub use fastsoftmax_infer::model::vocab::{Vocab, EOS, UNK};
 
 use std::path::PathBuf;
 

@@ -8,7 +8,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use fastsoftmax_infer::artifact::write_atomic;
+use fastsoftmax_infer::files::write_atomic;
 
 use crate::{io_err, Error, Result};
 

@@ -1,18 +1,21 @@
-//! Measuring heads: perplexity, contexts from running the LM over text, precision against the
-//! exact softmax, accuracy against the true next word, and single-thread latency.
+//! Measuring heads: perplexity, precision against the exact softmax, accuracy against the true
+//! next word, and single-thread latency. Measurement, not something an app embeds: compiled only
+//! with the `eval` feature (the CLI, the benches and the training crate turn it on).
 
 use std::time::Instant;
 
 use serde::Serialize;
 
 use crate::error::{Error, Result};
-use crate::full::FullHead;
-use crate::head::{Context, Predictor, SoftmaxHead};
-use crate::lm::LanguageModel;
+use crate::head::{Predictor, SoftmaxHead};
+use crate::heads::FullHead;
+use crate::kernels::log_sum_exp;
+use crate::model::LanguageModel;
 use crate::topk::TopK;
 
-/// Largest k any report needs (accuracy@10).
-pub const K_MAX: usize = 10;
+pub use crate::model::contexts::{collect_contexts, Contexts};
+pub use crate::topk::K_MAX;
+
 /// Contexts per batch in the throughput measurement.
 pub const BATCH: usize = 64;
 
@@ -30,69 +33,10 @@ pub fn perplexity(lm: &LanguageModel, tokens: &[u32]) -> Result<(f64, usize)> {
     for w in tokens.windows(2) {
         lm.step(w[0], &mut state)?;
         lm.full_head().logits_into(state.context(), &mut logits);
-        nll += crate::log_sum_exp(&logits) - logits[w[1] as usize] as f64;
+        nll += log_sum_exp(&logits) - logits[w[1] as usize] as f64;
     }
     let n = tokens.len() - 1;
     Ok(((nll / n as f64).exp(), n))
-}
-
-/// Context vectors and the word that actually followed each.
-#[derive(Debug, Clone, Default)]
-pub struct Contexts {
-    pub d: usize,
-    /// [n, d]
-    pub hs: Vec<f32>,
-    /// [n]
-    pub next: Vec<u32>,
-    /// The words read, when the contexts are the consecutive positions of one stream: context
-    /// `i` has read `history[..=i]`. Empty when contexts were sampled (training data).
-    pub history: Vec<u32>,
-}
-
-impl Contexts {
-    pub fn len(&self) -> usize {
-        self.next.len()
-    }
-    pub fn is_empty(&self) -> bool {
-        self.next.is_empty()
-    }
-    pub fn get(&self, i: usize) -> &[f32] {
-        &self.hs[i * self.d..(i + 1) * self.d]
-    }
-    /// The words context `i` has read (empty when unknown).
-    pub fn history(&self, i: usize) -> &[u32] {
-        self.history.get(..=i).unwrap_or(&[])
-    }
-    /// Context `i` as a predictor sees it.
-    pub fn context(&self, i: usize) -> Context<'_> {
-        Context {
-            h: self.get(i),
-            history: self.history(i),
-        }
-    }
-}
-
-/// Runs the LM over `tokens` as one stream and keeps up to `max` (context, next word) pairs.
-pub fn collect_contexts(lm: &LanguageModel, tokens: &[u32], max: usize) -> Result<Contexts> {
-    let d = lm.spec().d_hidden;
-    let n = tokens.len().saturating_sub(1).min(max);
-    if n == 0 {
-        return Err(Error::Invalid(
-            "no contexts: the text needs at least two tokens (and --max-contexts ≥ 1)".into(),
-        ));
-    }
-    let mut state = lm.new_state();
-    let mut hs = Vec::with_capacity(n * d);
-    for &t in &tokens[..n] {
-        lm.step(t, &mut state)?;
-        hs.extend_from_slice(state.context());
-    }
-    Ok(Contexts {
-        d,
-        hs,
-        next: tokens[1..=n].to_vec(),
-        history: tokens[..n].to_vec(),
-    })
 }
 
 /// One head's row of the benchmark table (the fields `bench --json` prints).
@@ -276,8 +220,8 @@ pub struct ScreenedPerplexity {
 /// Scores the first `max` predictions of `tokens` both ways; `repeats` timed passes each.
 pub fn screened_perplexity(
     lm: &LanguageModel,
-    head: &crate::l2s::L2sHead,
-    fallback: &crate::lowrank::LowRank,
+    head: &crate::heads::L2sHead,
+    fallback: &crate::heads::LowRank,
     tokens: &[u32],
     max: usize,
     repeats: usize,
@@ -293,7 +237,7 @@ pub fn screened_perplexity(
         (0..n)
             .map(|i| {
                 full.logits_into(c.get(i), logits);
-                crate::log_sum_exp(logits) - logits[c.next[i] as usize] as f64
+                log_sum_exp(logits) - logits[c.next[i] as usize] as f64
             })
             .sum::<f64>()
     };
@@ -301,7 +245,7 @@ pub fn screened_perplexity(
         (0..n)
             .map(|i| {
                 *rows += head.logits_with_fallback(c.get(i), fallback, &mut q, logits);
-                crate::log_sum_exp(logits) - logits[c.next[i] as usize] as f64
+                log_sum_exp(logits) - logits[c.next[i] as usize] as f64
             })
             .sum::<f64>()
     };

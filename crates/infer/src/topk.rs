@@ -1,5 +1,9 @@
 //! A caller-owned top-k buffer: the best `k` (id, logit) pairs seen so far, best first.
 
+/// The `k` the reports and benchmarks run (accuracy@10): heads whose work depends on `k`
+/// report [`crate::SoftmaxHead::cost`] for a top-`K_MAX` query.
+pub const K_MAX: usize = 10;
+
 /// One scored word.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Scored {

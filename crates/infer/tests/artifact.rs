@@ -2,7 +2,8 @@
 
 use std::path::Path;
 
-use fastsoftmax_infer::artifact::{LmWeights, MANIFEST_FILE, WEIGHTS_FILE};
+use fastsoftmax_infer::files::{self, FileCheck};
+use fastsoftmax_infer::model::artifact::{LmWeights, MANIFEST_FILE, WEIGHTS_FILE};
 use fastsoftmax_infer::LanguageModel;
 
 mod common;
@@ -57,9 +58,69 @@ fn truncated_weights() {
     std::fs::write(&p, &bytes[..bytes.len() / 2]).unwrap();
     let err = load_err(dir.path());
     assert!(
+        err.contains("model.safetensors") && err.contains("corrupted or changed"),
+        "{err}"
+    );
+    // Without a recorded digest (an artifact from before digests), the parser still refuses it.
+    edit_manifest(dir.path(), |v| {
+        v.as_object_mut().unwrap().remove("sha256");
+    });
+    let err = load_err(dir.path());
+    assert!(
         err.contains("model.safetensors") && err.contains("truncated or corrupt"),
         "{err}"
     );
+}
+
+#[test]
+fn a_flipped_byte_inside_the_weights_is_refused() {
+    let dir = saved();
+    let p = dir.path().join(WEIGHTS_FILE);
+    let mut bytes = std::fs::read(&p).unwrap();
+    // The last byte is inside `output.bias` (the data section ends the file); flipping its
+    // lowest bit keeps every value finite, so only the digest can tell.
+    let n = bytes.len();
+    bytes[n - 1] ^= 1;
+    std::fs::write(&p, &bytes).unwrap();
+    let err = load_err(dir.path());
+    assert!(
+        err.starts_with(&p.display().to_string())
+            && err.contains("SHA-256")
+            && err.contains("restore it"),
+        "{err}"
+    );
+}
+
+#[test]
+fn an_artifact_without_digests_loads_and_can_record_them() {
+    let dir = saved();
+    let manifest = dir.path().join(MANIFEST_FILE);
+    let recorded = files::check_dir(&manifest, &[WEIGHTS_FILE]).unwrap();
+    assert_eq!(
+        recorded,
+        vec![(WEIGHTS_FILE.to_string(), FileCheck::Verified)]
+    );
+    edit_manifest(dir.path(), |v| {
+        v.as_object_mut().unwrap().remove("sha256");
+    });
+    assert_eq!(LmWeights::load(dir.path()).unwrap(), fixture());
+    let unrecorded = files::check_dir(&manifest, &[WEIGHTS_FILE]).unwrap();
+    assert_eq!(unrecorded[0].1, FileCheck::Unrecorded);
+    assert!(LmWeights::record_digest(dir.path()).unwrap());
+    assert_eq!(
+        files::check_dir(&manifest, &[WEIGHTS_FILE]).unwrap(),
+        recorded
+    );
+    assert!(!LmWeights::record_digest(dir.path()).unwrap());
+    assert_eq!(LmWeights::load(dir.path()).unwrap(), fixture());
+    // A recorded digest is never replaced by the digest of a changed file.
+    let p = dir.path().join(WEIGHTS_FILE);
+    let mut bytes = std::fs::read(&p).unwrap();
+    let n = bytes.len();
+    bytes[n - 1] ^= 1;
+    std::fs::write(&p, &bytes).unwrap();
+    let err = LmWeights::record_digest(dir.path()).unwrap_err();
+    assert!(err.to_string().contains("restore it"), "{err}");
 }
 
 #[test]
@@ -128,6 +189,9 @@ fn nan_in_weights() {
     let n = bytes.len();
     bytes[n - 4..].copy_from_slice(&f32::NAN.to_le_bytes());
     std::fs::write(&p, bytes).unwrap();
+    edit_manifest(dir.path(), |v| {
+        v.as_object_mut().unwrap().remove("sha256");
+    });
     let err = load_err(dir.path());
     assert!(err.contains("non-finite"), "{err}");
 }

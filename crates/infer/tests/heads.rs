@@ -90,7 +90,20 @@ fn corrupt_or_unknown_heads_are_errors() {
     let bytes = std::fs::read(hd.join(HEAD_TENSORS)).unwrap();
     std::fs::write(hd.join(HEAD_TENSORS), &bytes[..bytes.len() / 2]).unwrap();
     let err = load_err(dir.path(), "l2s");
-    assert!(err.contains("truncated or corrupt"), "{err}");
+    assert!(
+        err.contains("head.safetensors") && err.contains("corrupted or changed"),
+        "{err}"
+    );
+    // A byte flipped inside the tensor data (the last byte of the file) keeps it parseable
+    // and finite: only the digest in head.json tells.
+    let mut flipped = bytes.clone();
+    *flipped.last_mut().unwrap() ^= 1;
+    std::fs::write(hd.join(HEAD_TENSORS), &flipped).unwrap();
+    let err = load_err(dir.path(), "l2s");
+    assert!(
+        err.starts_with(&hd.join(HEAD_TENSORS).display().to_string()) && err.contains("restore it"),
+        "{err}"
+    );
     std::fs::write(hd.join(HEAD_TENSORS), &bytes).unwrap();
 
     let manifest = std::fs::read_to_string(hd.join(HEAD_MANIFEST)).unwrap();

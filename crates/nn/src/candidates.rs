@@ -1,4 +1,4 @@
-//! Training the candidate attention predictor (`fastsoftmax_infer::candidates`) on burn.
+//! Training the candidate attention predictor (`fastsoftmax_infer::heads::candidates`) on burn.
 //!
 //! Every position of the training stream is a sample: the previous `n` words (padded with
 //! `<eos>` at the start), a candidate list of `k` words and the slot of the true next word
@@ -17,9 +17,9 @@ use burn::nn::{Embedding, EmbeddingConfig, Linear, LinearConfig};
 use burn::optim::{AdamConfig, GradientsParams};
 use burn::tensor::activation::log_softmax;
 use burn::tensor::{Device, Int, Tensor, TensorData};
-use fastsoftmax_infer::candidates::{CandidateParams, CandidatesHead, Shape};
-use fastsoftmax_infer::rows::ExactRows;
-use fastsoftmax_infer::trigram::{CandidateTable, TrigramConfig};
+use fastsoftmax_infer::heads::candidates::{CandidateParams, CandidatesHead, Shape};
+use fastsoftmax_infer::heads::trigram::{CandidateTable, TrigramConfig};
+use fastsoftmax_infer::kernels::rows::ExactRows;
 use fastsoftmax_infer::{Context, FullHead, Predictor, SoftmaxHead, TopK};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -327,7 +327,7 @@ impl<'a> Targets<'a> {
                 Targets::Lm {
                     hs,
                     log_z,
-                    rows: ExactRows::new(full, None),
+                    rows: ExactRows::new(full.matrix(), None),
                 }
             }
             Teacher::Assistant(head) => {

@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use fastsoftmax_infer::artifact::Cell;
+use fastsoftmax_infer::model::artifact::Cell;
 use serde::{Deserialize, Serialize};
 
 use crate::{Error, Result};

@@ -33,8 +33,8 @@ use std::time::Instant;
 
 use burn::tensor::activation::{log_softmax, softmax};
 use burn::tensor::{Device, Int, Tensor, TensorData};
-use fastsoftmax_infer::ds::Expert;
 use fastsoftmax_infer::eval::Contexts;
+use fastsoftmax_infer::heads::ds::Expert;
 use fastsoftmax_infer::{DsHead, FullHead, SoftmaxHead, TopK};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};

@@ -1,10 +1,10 @@
-//! burn [`LanguageModel`] → the engine's artifact ([`fastsoftmax_infer::artifact::LmWeights`]).
+//! burn [`LanguageModel`] → the engine's artifact ([`fastsoftmax_infer::model::artifact::LmWeights`]).
 
 use std::path::Path;
 
 use burn::nn::Linear;
 use burn::tensor::Tensor;
-use fastsoftmax_infer::artifact::{LmSpec, LmWeights, RecurrentWeights};
+use fastsoftmax_infer::model::artifact::{LmSpec, LmWeights, RecurrentWeights};
 use fastsoftmax_infer::Vocab;
 
 use crate::lm::LanguageModel;

@@ -3,7 +3,7 @@
 //! - [`config`]: the JSON experiment configs (`experiments/configs/*.json`).
 //! - [`lm`]: LSTM/GRU language models (embedding → recurrent layers → linear output).
 //! - [`train`]: truncated-BPTT training with global-norm clipping, checkpoints and resume.
-//! - [`export`]: burn model → the engine's artifact (`fastsoftmax_infer::artifact`).
+//! - [`export`]: burn model → the engine's artifact (`fastsoftmax_infer::model::artifact`).
 //! - [`bucketed`]: training D-softmax and adaptive softmax (frequency buckets) on a frozen LM.
 //! - [`candidates`]: training the candidate attention predictor (trigram lists + attention).
 //! - [`ds`]: training DS-Softmax (sparse mixture of sparse experts, group lasso, mitosis).

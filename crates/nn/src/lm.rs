@@ -12,7 +12,7 @@ use burn::nn::{
 };
 use burn::tensor::activation::{log_softmax, sigmoid};
 use burn::tensor::{Device, Int, Tensor, TensorData};
-use fastsoftmax_infer::artifact::Cell;
+use fastsoftmax_infer::model::artifact::Cell;
 
 use crate::config::LmConfig;
 

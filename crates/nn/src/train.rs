@@ -361,7 +361,7 @@ fn progress_bar(show: bool, len: u64, prefix: &str) -> ProgressBar {
 }
 
 fn write_text(path: &Path, text: &str) -> Result<()> {
-    fastsoftmax_infer::artifact::write_atomic(path, text.as_bytes()).map_err(Error::from)
+    fastsoftmax_infer::files::write_atomic(path, text.as_bytes()).map_err(Error::from)
 }
 
 fn append_line(path: &Path, line: &str) -> Result<()> {

@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use burn::tensor::{Device, Tensor};
-use fastsoftmax_infer::artifact::Cell;
+use fastsoftmax_infer::model::artifact::Cell;
 use fastsoftmax_infer::{LanguageModel as Engine, SoftmaxHead, TopK, Vocab};
 use fastsoftmax_nn::lm::ids_tensor;
 use fastsoftmax_nn::train::{train, TrainOptions};

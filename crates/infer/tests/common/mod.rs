@@ -1,6 +1,6 @@
 //! A tiny seeded model shared by the integration tests.
 
-use fastsoftmax_infer::artifact::{Cell, LmSpec, LmWeights, RecurrentWeights};
+use fastsoftmax_infer::model::artifact::{Cell, LmSpec, LmWeights, RecurrentWeights};
 use fastsoftmax_infer::Vocab;
 
 pub fn fixture() -> LmWeights {

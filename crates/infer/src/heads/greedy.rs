@@ -26,11 +26,11 @@ use std::cell::RefCell;
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
-use crate::eval::K_MAX;
-use crate::full::FullHead;
 use crate::head::SoftmaxHead;
-use crate::rows::{ExactRows, Stamps};
+use crate::heads::full::FullHead;
+use crate::kernels::rows::{ExactRows, Stamps};
 use crate::topk::TopK;
+use crate::topk::K_MAX;
 
 /// One entry of a dimension's sorted list.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -56,7 +56,7 @@ pub struct GreedyIndex {
 impl GreedyIndex {
     pub fn new(full: &FullHead) -> Self {
         let (d, vocab) = (full.dim(), full.vocab_size());
-        let exact = ExactRows::new(full, None);
+        let exact = ExactRows::new(full.matrix(), None);
         let mut sorted = Vec::with_capacity((d + 1) * vocab);
         for j in 0..=d {
             let start = sorted.len();

@@ -27,14 +27,14 @@
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
-use crate::eval::K_MAX;
-use crate::full::FullHead;
 use crate::head::SoftmaxHead;
+use crate::heads::full::FullHead;
+use crate::heads::lowrank::symmetric_eigen;
+use crate::heads::mips::Augmented;
 use crate::kernels::dot;
-use crate::lowrank::symmetric_eigen;
-use crate::mips::Augmented;
-use crate::rows::ExactRows;
+use crate::kernels::rows::ExactRows;
 use crate::topk::TopK;
+use crate::topk::K_MAX;
 
 /// A PCA tree over the augmented output layer, built once to its maximum depth and shared
 /// (through `Arc`) by heads of any depth.
@@ -141,7 +141,7 @@ impl PcaIndex {
                 .collect(),
             splits,
             ranges,
-            exact: ExactRows::new(full, Some(&tree_order)),
+            exact: ExactRows::new(full.matrix(), Some(&tree_order)),
             ids: tree_order,
         }
     }

@@ -5,8 +5,8 @@
 //! paper's Table 6); SVD-softmax uses them as its preview.
 
 use crate::error::{Error, Result};
-use crate::full::FullHead;
 use crate::head::SoftmaxHead;
+use crate::heads::full::FullHead;
 use crate::kernels::PackedMatrix;
 
 /// Approximate logits `(W V_r)(V_rᵀ h) + b` for all words.

@@ -4,9 +4,7 @@
 
 use std::ops::Range;
 
-use crate::full::FullHead;
-use crate::head::SoftmaxHead;
-use crate::kernels::{dot, Simd};
+use super::{dot, PackedMatrix, Simd};
 use crate::topk::TopK;
 
 /// Rows of the output layer (in id order or any other), scored by the list.
@@ -30,15 +28,15 @@ pub struct ExactRows {
 const PREFETCH_AHEAD: usize = 4;
 
 impl ExactRows {
-    /// `full`'s rows, in id order or in `order` (`[n]` word ids).
-    pub fn new(full: &FullHead, order: Option<&[u32]>) -> Self {
-        let m = full.matrix();
+    /// The rows of `m` (an output layer, [`crate::FullHead::matrix`]) in row order, or in
+    /// `order` (`[n]` row indices).
+    pub fn new(m: &PackedMatrix, order: Option<&[u32]>) -> Self {
         let ids: Vec<usize> = match order {
             Some(o) => o.iter().map(|&i| i as usize).collect(),
-            None => (0..full.vocab_size()).collect(),
+            None => (0..m.n_rows()).collect(),
         };
         ExactRows {
-            d: full.dim(),
+            d: m.dim(),
             weights: ids.iter().flat_map(|&i| m.row(i)).collect(),
             bias: ids.iter().map(|&i| m.bias(i)).collect(),
             simd: Simd::detect(),
@@ -346,13 +344,14 @@ mod tests {
     #[test]
     fn exact_rows_match_the_reference_dot_on_every_path() {
         for (v, d) in [(43, 1), (43, 7), (42, 16), (41, 33), (40, 200)] {
-            let full = FullHead::new(&values(v * d, 10), &values(v, 11), d).unwrap();
+            let (w, b) = (values(v * d, 10), values(v, 11));
+            let full = PackedMatrix::new(&w, &b, d, None);
             let h = values(d, 12);
             let order: Vec<u32> = (0..v as u32).rev().collect();
             let mut rows = ExactRows::new(&full, None);
             let mut backwards = ExactRows::new(&full, Some(&order));
             let mut want = vec![0.0; v];
-            full.logits_into(&h, &mut want);
+            crate::kernels::scores_naive(&w, &b, &h, &mut want);
             let mut paths = vec![Simd::Portable];
             #[cfg(target_arch = "x86_64")]
             {

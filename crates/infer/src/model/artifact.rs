@@ -2,6 +2,9 @@
 //! `model.safetensors` (f32 weights, row-major). Written by `train-lm`, loaded by the engine
 //! with full validation, so a corrupt or mismatched file is an error, never a wrong answer.
 //!
+//! `manifest.json` records the SHA-256 of `model.safetensors` (`sha256`), checked on every load
+//! ([`crate::files`]).
+//!
 //! Tensors (PyTorch layouts; `G` = 4 gates for LSTM in order i,f,g,o, 3 for GRU in order r,z,n):
 //! - `embedding` `[vocab, d_embed]`
 //! - `layers.{l}.w_ih` `[G*d_hidden, d_in]`, `layers.{l}.w_hh` `[G*d_hidden, d_hidden]`,
@@ -9,12 +12,13 @@
 //! - `output.weight` `[vocab, d_hidden]` (absent when tied to `embedding`), `output.bias` `[vocab]`
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-use crate::vocab::Vocab;
+use crate::files::{self, write_atomic, Digests};
+use crate::model::vocab::Vocab;
 
 pub const MANIFEST_FILE: &str = "manifest.json";
 pub const WEIGHTS_FILE: &str = "model.safetensors";
@@ -58,6 +62,9 @@ struct Manifest {
     #[serde(flatten)]
     spec: LmSpec,
     vocab: Vec<String>,
+    /// SHA-256 of the weights file (absent in artifacts written before digests existed).
+    #[serde(default, skip_serializing_if = "Digests::is_empty")]
+    sha256: Digests,
 }
 
 /// Weights of one recurrent layer.
@@ -152,7 +159,10 @@ impl LmWeights {
         }
         let shapes: HashMap<String, Vec<usize>> = Self::expected_shapes(s).into_iter().collect();
         for (name, data) in self.tensors() {
-            let want: usize = shapes[&name].iter().product();
+            let want = shapes[&name]
+                .iter()
+                .try_fold(1usize, |a, &b| a.checked_mul(b))
+                .unwrap_or(usize::MAX);
             if data.len() != want {
                 return bad(format!(
                     "tensor `{name}` has {} values, the manifest's dimensions need {want} ({:?})",
@@ -206,6 +216,7 @@ impl LmWeights {
             format_version: FORMAT_VERSION,
             spec: self.spec,
             vocab: self.vocab.words().to_vec(),
+            sha256: [(WEIGHTS_FILE.to_string(), files::sha256_hex(&bytes))].into(),
         };
         let json = serde_json::to_vec_pretty(&manifest).expect("manifest serializes");
         write_atomic(&dir.join(MANIFEST_FILE), &json)
@@ -242,6 +253,14 @@ impl LmWeights {
             ));
         }
         let bytes = std::fs::read(&weights_path).map_err(|e| Error::io(&weights_path, e))?;
+        files::verify(
+            &weights_path,
+            &bytes,
+            &manifest.sha256,
+            &manifest_path,
+            dir,
+            "re-export the model with `fastsoftmax train-lm`",
+        )?;
         let st = safetensors::SafeTensors::deserialize(&bytes).map_err(|e| {
             Error::format(
                 &weights_path,
@@ -249,6 +268,36 @@ impl LmWeights {
             )
         })?;
         let spec = manifest.spec;
+        // Bound the manifest's dimensions by the file before sizing anything by them.
+        let most = bytes.len() / 4;
+        if [spec.vocab_size, spec.d_embed, spec.d_hidden]
+            .iter()
+            .any(|&x| x > most)
+        {
+            return Err(Error::format(
+                &manifest_path,
+                format!(
+                    "the dimensions {spec:?} do not fit in model.safetensors ({} bytes); the two files belong to different models — re-export the model",
+                    bytes.len()
+                ),
+            ));
+        }
+        let needed = spec
+            .n_layers
+            .checked_mul(4)
+            .and_then(|n| n.checked_add(2 + !spec.tied as usize));
+        if spec.n_layers == 0 || needed != Some(st.len()) {
+            return Err(Error::format(
+                &manifest_path,
+                format!(
+                    "n_layers = {} and tied = {} need {} tensors, model.safetensors holds {}; the two files belong to different models — re-export the model",
+                    spec.n_layers,
+                    spec.tied,
+                    needed.map_or("more".into(), |n| n.to_string()),
+                    st.len()
+                ),
+            ));
+        }
         let get = |name: &str, shape: &[usize]| -> Result<Vec<f32>> {
             let t = st.tensor(name).map_err(|_| {
                 Error::format(
@@ -301,16 +350,27 @@ impl LmWeights {
         Ok(w)
     }
 
+    /// Records the SHA-256 of `model.safetensors` in a `manifest.json` written before digests
+    /// existed (atomically; nothing else changes); returns whether it wrote. Only for weights
+    /// known to be intact: the digest vouches for them from then on. A recorded digest is never
+    /// replaced.
+    pub fn record_digest(dir: &Path) -> Result<bool> {
+        let path = dir.join(MANIFEST_FILE);
+        let text = std::fs::read(&path).map_err(|e| Error::io(&path, e))?;
+        let mut manifest: Manifest = serde_json::from_slice(&text)
+            .map_err(|e| Error::format(&path, format!("not a valid manifest: {e}")))?;
+        let missing = files::missing_digests(dir, &path, &manifest.sha256, &[WEIGHTS_FILE])?;
+        if missing.is_empty() {
+            return Ok(false);
+        }
+        manifest.sha256.extend(missing);
+        let json = serde_json::to_vec_pretty(&manifest).expect("manifest serializes");
+        write_atomic(&path, &json)?;
+        Ok(true)
+    }
+
     /// The output matrix `[vocab, d_hidden]` (the embedding when tied).
     pub fn output_matrix(&self) -> &[f32] {
         self.output_weight.as_deref().unwrap_or(&self.embedding)
     }
-}
-
-/// Writes bytes to `path` atomically (temporary file in the same directory, then rename).
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    let mut tmp = PathBuf::from(path);
-    tmp.as_mut_os_string().push(".tmp");
-    std::fs::write(&tmp, bytes).map_err(|e| Error::io(&tmp, e))?;
-    std::fs::rename(&tmp, path).map_err(|e| Error::io(path, e))
 }

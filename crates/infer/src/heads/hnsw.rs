@@ -39,11 +39,11 @@ use std::collections::BinaryHeap;
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
-use crate::full::FullHead;
 use crate::head::SoftmaxHead;
+use crate::heads::full::FullHead;
+use crate::heads::mips::Augmented;
+use crate::kernels::rows::Stamps;
 use crate::kernels::Simd;
-use crate::mips::Augmented;
-use crate::rows::Stamps;
 use crate::topk::TopK;
 
 /// Links per node on the upper layers (`2M` on layer 0). Measured on the PTB output layer
@@ -793,13 +793,13 @@ impl Kernel for Avx512 {
     #[inline]
     #[target_feature(enable = "avx512f")]
     unsafe fn dot(a: &[f32], b: &[f32]) -> f32 {
-        crate::rows::dot_avx512(a, b)
+        crate::kernels::rows::dot_avx512(a, b)
     }
 
     #[inline]
     #[target_feature(enable = "avx512f")]
     unsafe fn dot4(q: &[f32], r: [&[f32]; 4]) -> [f32; 4] {
-        crate::rows::dot4_avx512(r, q)
+        crate::kernels::rows::dot4_avx512(r, q)
     }
 }
 
@@ -810,7 +810,7 @@ impl Kernel for Avx2 {
     #[inline]
     #[target_feature(enable = "avx2,fma")]
     unsafe fn dot(a: &[f32], b: &[f32]) -> f32 {
-        crate::rows::dot_avx2(a, b)
+        crate::kernels::rows::dot_avx2(a, b)
     }
 }
 

@@ -11,9 +11,10 @@
 use std::path::Path;
 
 use crate::error::{Error, Result};
-use crate::heads::{self, HeadManifest, Tensors};
+use crate::head::SoftmaxHead;
+use crate::heads::format::{self, HeadManifest, Tensors};
+use crate::heads::full::FullHead;
 use crate::kernels::PackedMatrix;
-use crate::lm::LanguageModel;
 
 /// One bucket's parameters, row-major.
 #[derive(Debug, Clone, PartialEq)]
@@ -213,13 +214,13 @@ pub(crate) fn save(
     kind: &str,
     buckets: &[Bucket],
     dir: &Path,
-    lm: &LanguageModel,
+    output: &impl AsRef<FullHead>,
     training: serde_json::Value,
     extra: &[(&str, &[u8])],
 ) -> Result<()> {
     let mut t = Tensors::default();
-    let dims = put_buckets(&mut t, buckets, lm.spec().d_hidden);
-    let mut m = HeadManifest::new(kind, lm, serde_json::json!({ "dims": dims }));
+    let dims = put_buckets(&mut t, buckets, SoftmaxHead::dim(output.as_ref()));
+    let mut m = HeadManifest::new(kind, output, serde_json::json!({ "dims": dims }));
     m.training = training;
-    heads::save_head(dir, &m, &t, extra)
+    format::save_head(dir, &m, &t, extra)
 }

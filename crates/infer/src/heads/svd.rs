@@ -9,10 +9,10 @@
 use std::cell::RefCell;
 
 use crate::error::{Error, Result};
-use crate::full::FullHead;
 use crate::head::SoftmaxHead;
-use crate::lowrank::LowRank;
-use crate::rows::ExactRows;
+use crate::heads::full::FullHead;
+use crate::heads::lowrank::LowRank;
+use crate::kernels::rows::ExactRows;
 use crate::topk::TopK;
 
 #[derive(Debug, Clone)]
@@ -55,7 +55,7 @@ impl SvdHead {
         Ok(SvdHead {
             name: format!("svd-r{rank}-n{n_candidates}"),
             preview: LowRank::new(full, rank)?,
-            exact: ExactRows::new(full, None),
+            exact: ExactRows::new(full.matrix(), None),
             n_candidates,
         })
     }

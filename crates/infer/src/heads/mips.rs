@@ -16,8 +16,8 @@
 //! every row has the same norm, angular methods (sign random projections, Neyshabur & Srebro
 //! 2015's "simple LSH") work on the rows unchanged: `q · r_i` is the logit itself.
 
-use crate::full::FullHead;
 use crate::head::SoftmaxHead;
+use crate::heads::full::FullHead;
 
 /// The output layer as points on a sphere: `[vocab, d + 2]` row-major.
 #[derive(Debug, Clone)]

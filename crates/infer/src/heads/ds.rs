@@ -13,12 +13,11 @@ use std::path::Path;
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
-use crate::full::FullHead;
 use crate::head::SoftmaxHead;
-use crate::heads::{self, HeadManifest, Tensors};
+use crate::heads::format::{self, HeadManifest, Tensors};
+use crate::heads::full::FullHead;
+use crate::heads::routed::Routed;
 use crate::kernels::PackedMatrix;
-use crate::lm::LanguageModel;
-use crate::routed::Routed;
 use crate::topk::TopK;
 
 /// One expert's surviving rows, as [`DsHead::new`] takes them.
@@ -168,12 +167,12 @@ impl DsHead {
     pub fn save(
         &self,
         dir: &Path,
-        lm: &LanguageModel,
+        output: &impl AsRef<FullHead>,
         training: serde_json::Value,
         extra: &[(&str, &[u8])],
     ) -> Result<()> {
         let (k, d) = (self.n_experts(), self.dim());
-        let mut manifest = HeadManifest::new("ds", lm, serde_json::json!({ "experts": k }));
+        let mut manifest = HeadManifest::new("ds", output, serde_json::json!({ "experts": k }));
         manifest.training = training;
         let (gate, gate_bias) = self.gate_params();
         let mut t = Tensors::default();
@@ -191,24 +190,19 @@ impl DsHead {
         t.put_u32("offsets", &offsets);
         t.put_f32("weights", &[ids.len(), d], &weights);
         t.put_f32("bias", &[ids.len()], &bias);
-        heads::save_head(dir, &manifest, &t, extra)
+        format::save_head(dir, &manifest, &t, extra)
     }
 
-    /// Loads the head in `dir` for `lm`; its name is the directory's name.
-    pub fn load(dir: &Path, lm: &LanguageModel) -> Result<Self> {
-        let (m, t) = heads::read_head(dir, lm)?;
+    /// Loads the head in `dir` for the output layer `output` (a model or its full head); its name is the directory's name.
+    pub fn load(dir: &Path, output: &impl AsRef<FullHead>) -> Result<Self> {
+        let (m, t) = format::read_head(dir, output)?;
         let name = dir.file_name().and_then(|n| n.to_str()).unwrap_or("ds");
-        Self::from_files(name, &m, &t, lm)
+        Self::from_files(name, &m, &t, output.as_ref())
     }
 
-    /// Builds the head from a head directory's contents, already checked against `lm` by
-    /// [`heads::read_head`].
-    pub fn from_files(
-        name: &str,
-        m: &HeadManifest,
-        t: &Tensors,
-        lm: &LanguageModel,
-    ) -> Result<Self> {
+    /// Builds the head from a head directory's contents, already checked against the output layer by
+    /// [`format::read_head`].
+    pub fn from_files(name: &str, m: &HeadManifest, t: &Tensors, full: &FullHead) -> Result<Self> {
         let (k, d) = (m.params["experts"].as_u64().unwrap_or(0) as usize, m.d);
         let gate = t.f32("gate", &[k, d])?;
         let gate_bias = t.f32("gate_bias", &[k])?;
@@ -225,7 +219,7 @@ impl DsHead {
                 bias: bias[g].to_vec(),
             })
             .collect();
-        Self::new(name, lm.full_head(), &gate, &gate_bias, &experts)
+        Self::new(name, full, &gate, &gate_bias, &experts)
             .map_err(|e| Error::format(t.origin(), e.to_string()))
     }
 }

@@ -10,13 +10,12 @@ use std::path::Path;
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
-use crate::full::FullHead;
 use crate::head::SoftmaxHead;
-use crate::heads::{self, HeadManifest, Tensors};
+use crate::heads::format::{self, HeadManifest, Tensors};
+use crate::heads::full::FullHead;
+use crate::heads::lowrank::LowRank;
+use crate::heads::routed::Routed;
 use crate::kernels::PackedMatrix;
-use crate::lm::LanguageModel;
-use crate::lowrank::LowRank;
-use crate::routed::Routed;
 use crate::topk::TopK;
 
 /// The screening head: cluster vectors `v_t` (`[r, d]`, zero bias) as routes, and each
@@ -109,12 +108,12 @@ impl L2sHead {
     pub fn save(
         &self,
         dir: &Path,
-        lm: &LanguageModel,
+        output: &impl AsRef<FullHead>,
         training: serde_json::Value,
         extra: &[(&str, &[u8])],
     ) -> Result<()> {
         let r = self.n_clusters();
-        let mut manifest = HeadManifest::new("l2s", lm, serde_json::json!({ "clusters": r }));
+        let mut manifest = HeadManifest::new("l2s", output, serde_json::json!({ "clusters": r }));
         manifest.training = training;
         let mut t = Tensors::default();
         t.put_f32("clusters", &[r, self.dim()], &self.cluster_vectors());
@@ -126,24 +125,19 @@ impl L2sHead {
         }
         t.put_u32("candidates", &ids);
         t.put_u32("offsets", &offsets);
-        heads::save_head(dir, &manifest, &t, extra)
+        format::save_head(dir, &manifest, &t, extra)
     }
 
-    /// Loads the head in `dir` for `lm`; its name is the directory's name.
-    pub fn load(dir: &Path, lm: &LanguageModel) -> Result<Self> {
-        let (m, t) = heads::read_head(dir, lm)?;
+    /// Loads the head in `dir` for the output layer `output` (a model or its full head); its name is the directory's name.
+    pub fn load(dir: &Path, output: &impl AsRef<FullHead>) -> Result<Self> {
+        let (m, t) = format::read_head(dir, output)?;
         let name = dir.file_name().and_then(|n| n.to_str()).unwrap_or("l2s");
-        Self::from_files(name, &m, &t, lm)
+        Self::from_files(name, &m, &t, output.as_ref())
     }
 
-    /// Builds the head from a head directory's contents, already checked against `lm` by
-    /// [`heads::read_head`].
-    pub fn from_files(
-        name: &str,
-        m: &HeadManifest,
-        t: &Tensors,
-        lm: &LanguageModel,
-    ) -> Result<Self> {
+    /// Builds the head from a head directory's contents, already checked against the output layer by
+    /// [`format::read_head`].
+    pub fn from_files(name: &str, m: &HeadManifest, t: &Tensors, full: &FullHead) -> Result<Self> {
         let r = m.params["clusters"].as_u64().unwrap_or(0) as usize;
         let clusters = t.f32("clusters", &[r, m.d])?;
         let ids = t.u32("candidates")?;
@@ -152,7 +146,7 @@ impl L2sHead {
             .into_iter()
             .map(|g| ids[g].to_vec())
             .collect();
-        Self::new(name, lm.full_head(), &clusters, &sets)
+        Self::new(name, full, &clusters, &sets)
             .map_err(|e| Error::format(t.origin(), e.to_string()))
     }
 
@@ -205,7 +199,7 @@ impl SoftmaxHead for L2sHead {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::full::NaiveFullHead;
+    use crate::heads::full::NaiveFullHead;
     use crate::kernels::seeded_values as values;
 
     #[test]

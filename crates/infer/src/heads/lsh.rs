@@ -30,13 +30,13 @@ use std::cell::RefCell;
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
-use crate::eval::K_MAX;
-use crate::full::FullHead;
 use crate::head::SoftmaxHead;
+use crate::heads::full::FullHead;
+use crate::heads::mips::Augmented;
+use crate::kernels::rows::{ExactRows, Stamps};
 use crate::kernels::{dot, PackedMatrix};
-use crate::mips::Augmented;
-use crate::rows::{ExactRows, Stamps};
 use crate::topk::TopK;
+use crate::topk::K_MAX;
 
 /// Seed of [`LshIndex::new`]'s projections.
 pub const DEFAULT_SEED: u64 = 0x5eed_15b5;
@@ -137,7 +137,7 @@ impl LshIndex {
                 .collect(),
             codes,
             ids,
-            exact: ExactRows::new(full, None),
+            exact: ExactRows::new(full.matrix(), None),
             full: full.matrix().clone(),
         })
     }

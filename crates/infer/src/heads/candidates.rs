@@ -22,13 +22,13 @@ use std::path::Path;
 
 use crate::error::{Error, Result};
 use crate::head::{Context, Predictor};
-use crate::heads::{self, HeadManifest, Tensors};
+use crate::heads::format::{self, HeadManifest, Tensors};
+use crate::heads::full::FullHead;
+use crate::heads::trigram::CandidateTable;
 use crate::kernels::{self, dot, Simd};
-use crate::lm::LanguageModel;
 use crate::topk::TopK;
-use crate::trigram::CandidateTable;
 
-pub use crate::trigram::TABLE_FILE;
+pub use crate::heads::trigram::TABLE_FILE;
 
 /// The network's shapes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -66,13 +66,19 @@ impl CandidateParams {
     fn check(&self) -> Result<()> {
         let s = self.shape;
         let (n, k, d, r, v) = (s.context, s.slots, s.width, s.rank, s.vocab);
+        // Checked: a corrupt shape must be an error, not an overflow.
+        let product = |dims: &[usize]| dims.iter().try_fold(1usize, |a, &b| a.checked_mul(b));
         let want = [
-            ("u", self.u.len(), v * r),
-            ("m", self.m.len(), r * d),
-            ("f", self.f.len(), d * n * d),
-            ("f_bias", self.f_bias.len(), d),
-            ("o", self.o.len(), (k + 1) * k),
-            ("o_bias", self.o_bias.len(), k + 1),
+            ("u", self.u.len(), product(&[v, r])),
+            ("m", self.m.len(), product(&[r, d])),
+            ("f", self.f.len(), product(&[d, n, d])),
+            ("f_bias", self.f_bias.len(), Some(d)),
+            (
+                "o",
+                self.o.len(),
+                k.checked_add(1).and_then(|k1| product(&[k1, k])),
+            ),
+            ("o_bias", self.o_bias.len(), k.checked_add(1)),
         ];
         if n == 0 || k == 0 || d == 0 || r == 0 || v == 0 {
             return Err(Error::Invalid(format!(
@@ -80,7 +86,8 @@ impl CandidateParams {
             )));
         }
         for (name, got, want) in want {
-            if got != want {
+            if Some(got) != want {
+                let want = want.map_or("more than a usize holds".into(), |w| w.to_string());
                 return Err(Error::Invalid(format!(
                     "candidates: `{name}` has {got} values, the shape {s:?} needs {want}; retrain the head"
                 )));
@@ -297,7 +304,7 @@ impl CandidatesHead {
         for i in candidates.len()..k {
             s.logits[i] = f32::NEG_INFINITY;
         }
-        let lse = crate::log_sum_exp(&s.logits) as f32;
+        let lse = crate::kernels::log_sum_exp(&s.logits) as f32;
         for l in &mut s.logits {
             *l -= lse;
         }
@@ -307,7 +314,7 @@ impl CandidatesHead {
     pub fn save(
         &self,
         dir: &Path,
-        lm: &LanguageModel,
+        output: &impl AsRef<FullHead>,
         training: serde_json::Value,
         extra: &[(&str, &[u8])],
     ) -> Result<()> {
@@ -322,25 +329,25 @@ impl CandidatesHead {
         t.put_f32("o_bias", &[s.slots + 1], &p.o_bias);
         let mut m = HeadManifest::new(
             "candidates",
-            lm,
+            output,
             serde_json::json!({ "shape": s, "pad": self.pad }),
         );
         m.training = training;
         let table = self.table.to_bytes();
         let mut files: Vec<(&str, &[u8])> = vec![(TABLE_FILE, &table)];
         files.extend_from_slice(extra);
-        heads::save_head(dir, &m, &t, &files)
+        format::save_head(dir, &m, &t, &files)
     }
 
-    /// Builds the head from a head directory's contents (already checked against `lm`).
+    /// Builds the head from a head directory's contents (already checked against the output layer).
     pub fn from_files(
         name: &str,
         dir: &Path,
         m: &HeadManifest,
         t: &Tensors,
-        _lm: &LanguageModel,
+        _full: &FullHead,
     ) -> Result<Self> {
-        let bad = |what: String| Error::format(dir.join(heads::HEAD_MANIFEST), what);
+        let bad = |what: String| Error::format(dir.join(format::HEAD_MANIFEST), what);
         let shape: Shape = serde_json::from_value(m.params["shape"].clone()).map_err(|e| {
             bad(format!(
                 "`params.shape` is not readable ({e}); retrain the head"
@@ -348,17 +355,26 @@ impl CandidatesHead {
         })?;
         let pad = m.params["pad"]
             .as_u64()
-            .ok_or_else(|| bad("`params.pad` is missing; retrain the head".into()))?
-            as u32;
+            .and_then(|p| u32::try_from(p).ok())
+            .ok_or_else(|| {
+                bad("`params.pad` is missing or not a word id; retrain the head".into())
+            })?;
         let s = shape;
+        let (Some(context_width), Some(outputs)) =
+            (s.context.checked_mul(s.width), s.slots.checked_add(1))
+        else {
+            return Err(bad(format!(
+                "`params.shape` {s:?} is impossibly large; the manifest is corrupt — retrain the head"
+            )));
+        };
         let params = CandidateParams {
             shape,
             u: t.f32("u", &[s.vocab, s.rank])?,
             m: t.f32("m", &[s.rank, s.width])?,
-            f: t.f32("f", &[s.width, s.context * s.width])?,
+            f: t.f32("f", &[s.width, context_width])?,
             f_bias: t.f32("f_bias", &[s.width])?,
-            o: t.f32("o", &[s.slots + 1, s.slots])?,
-            o_bias: t.f32("o_bias", &[s.slots + 1])?,
+            o: t.f32("o", &[outputs, s.slots])?,
+            o_bias: t.f32("o_bias", &[outputs])?,
         };
         let table = CandidateTable::load(&dir.join(TABLE_FILE))?;
         Self::new(name, params, table, pad, m.d)
@@ -428,7 +444,7 @@ impl Predictor for CandidatesHead {
 /// the whole network): `sign(x) (1 − e^{−2|x|}) / (1 + e^{−2|x|})`, relative error ~1e-7.
 #[inline]
 fn tanh(x: f32) -> f32 {
-    let e = crate::exp_nonpositive(-2.0 * x.abs());
+    let e = crate::kernels::exp_nonpositive(-2.0 * x.abs());
     ((1.0 - e) / (1.0 + e)).copysign(x)
 }
 

@@ -13,11 +13,11 @@
 use std::cell::RefCell;
 use std::path::Path;
 
-use crate::bucketed::{self, Bucket, PackedBucket};
 use crate::error::{Error, Result};
 use crate::head::SoftmaxHead;
-use crate::heads::{HeadManifest, Tensors};
-use crate::lm::LanguageModel;
+use crate::heads::bucketed::{self, Bucket, PackedBucket};
+use crate::heads::format::{HeadManifest, Tensors};
+use crate::heads::full::FullHead;
 use crate::topk::TopK;
 
 #[derive(Debug, Clone)]
@@ -46,7 +46,7 @@ thread_local! {
 }
 
 /// `k` used by [`SoftmaxHead::cost`], which has no `k`: the benchmark's.
-const COST_K: usize = crate::eval::K_MAX;
+const COST_K: usize = crate::topk::K_MAX;
 
 impl AdaptiveHead {
     /// `buckets[0]` holds the head words followed by one extra row per tail cluster
@@ -96,20 +96,15 @@ impl AdaptiveHead {
     pub fn save(
         &self,
         dir: &Path,
-        lm: &LanguageModel,
+        output: &impl AsRef<FullHead>,
         training: serde_json::Value,
         extra: &[(&str, &[u8])],
     ) -> Result<()> {
-        bucketed::save("adaptive", &self.buckets(), dir, lm, training, extra)
+        bucketed::save("adaptive", &self.buckets(), dir, output, training, extra)
     }
 
-    /// Builds the head from a head directory's contents, already checked against `lm`.
-    pub fn from_files(
-        name: &str,
-        m: &HeadManifest,
-        t: &Tensors,
-        _lm: &LanguageModel,
-    ) -> Result<Self> {
+    /// Builds the head from a head directory's contents, already checked against the output layer.
+    pub fn from_files(name: &str, m: &HeadManifest, t: &Tensors, _full: &FullHead) -> Result<Self> {
         let n_clusters = m.params["dims"]
             .as_array()
             .map_or(0, |a| a.len().saturating_sub(1));
@@ -132,7 +127,7 @@ impl AdaptiveHead {
             let level = self.head.rows.n_rows();
             logits.resize(level.max(logits.len()), 0.0);
             self.head.rows.logits_into(h, &mut logits[..level]);
-            let lse = crate::log_sum_exp(&logits[..level]) as f32;
+            let lse = crate::kernels::log_sum_exp(&logits[..level]) as f32;
             for (r, &l) in logits[..words].iter().enumerate() {
                 out.push(self.head.rows.id(r), l - lse);
             }
@@ -150,7 +145,7 @@ impl AdaptiveHead {
                 cluster
                     .rows
                     .logits_into(cluster.view(h, q), &mut logits[..n]);
-                let shift = log_p_cluster - crate::log_sum_exp(&logits[..n]) as f32;
+                let shift = log_p_cluster - crate::kernels::log_sum_exp(&logits[..n]) as f32;
                 for (r, &l) in logits[..n].iter().enumerate() {
                     out.push(cluster.rows.id(r), l + shift);
                 }

@@ -9,11 +9,11 @@
 use std::cell::RefCell;
 use std::path::Path;
 
-use crate::bucketed::{self, Bucket, PackedBucket};
 use crate::error::{Error, Result};
 use crate::head::SoftmaxHead;
-use crate::heads::{HeadManifest, Tensors};
-use crate::lm::LanguageModel;
+use crate::heads::bucketed::{self, Bucket, PackedBucket};
+use crate::heads::format::{HeadManifest, Tensors};
+use crate::heads::full::FullHead;
 use crate::topk::TopK;
 
 #[derive(Debug, Clone)]
@@ -59,20 +59,15 @@ impl DsoftmaxHead {
     pub fn save(
         &self,
         dir: &Path,
-        lm: &LanguageModel,
+        output: &impl AsRef<FullHead>,
         training: serde_json::Value,
         extra: &[(&str, &[u8])],
     ) -> Result<()> {
-        bucketed::save("dsoftmax", &self.buckets(), dir, lm, training, extra)
+        bucketed::save("dsoftmax", &self.buckets(), dir, output, training, extra)
     }
 
-    /// Builds the head from a head directory's contents, already checked against `lm`.
-    pub fn from_files(
-        name: &str,
-        m: &HeadManifest,
-        t: &Tensors,
-        _lm: &LanguageModel,
-    ) -> Result<Self> {
+    /// Builds the head from a head directory's contents, already checked against the output layer.
+    pub fn from_files(name: &str, m: &HeadManifest, t: &Tensors, _full: &FullHead) -> Result<Self> {
         let buckets = bucketed::get_buckets(t, &m.params["dims"], m.d, 0)?;
         Self::new(name, m.d, m.vocab_size, &buckets)
             .map_err(|e| Error::format(t.origin(), e.to_string()))
@@ -110,7 +105,7 @@ impl SoftmaxHead for DsoftmaxHead {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::full::FullHead;
+    use crate::heads::full::FullHead;
     use crate::kernels::seeded_values as values;
 
     /// Three buckets over `v` words (ids interleaved, as a frequency order would be).

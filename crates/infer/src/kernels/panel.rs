@@ -1,99 +1,18 @@
-//! f32 matrix kernels: a row-major matrix repacked into panels of 16 rows, scored against one
-//! context (batch 1, memory-bound: the matrix streams once) or a batch of contexts (compute-bound:
-//! a 32-row tile stays in L1 while every context is scored against it).
+//! The packed matrix: a row-major matrix `[n_rows, d]` repacked into panels of [`PANEL`] rows,
+//! scored against one context (batch 1, memory-bound: the matrix streams once) or a batch of
+//! contexts (compute-bound: a 32-row tile stays in L1 while every context is scored against it).
 //!
 //! Panel layout: `panels[p][j][r]` = `W[16p + r][j]`, so one 16-lane vector holds one input
 //! dimension of 16 rows and a dot product needs no horizontal sums. Rows past the end are zero
 //! with bias −∞, so they never enter a top-k.
-//!
-//! Three code paths with the same layout: AVX-512 intrinsics, the portable code compiled for
-//! AVX2+FMA, and the portable code for any CPU; picked once when the matrix is built
-//! (set `FASTSOFTMAX_PORTABLE=1` to force the portable path, e.g. to compare).
-//! [`dot_naive`] / [`scores_naive`] are the reference the tests compare against.
 
+use super::{Simd, PANEL};
 use crate::topk::TopK;
 
-/// Rows per panel.
-pub const PANEL: usize = 16;
 /// Panels scored together at batch 1 (64 rows in flight).
 const GROUP: usize = 4;
 /// Contexts per tile at batch > 1.
 const QTILE: usize = 8;
-
-/// Seeded pseudo-random values in [-1, 1): the fixtures of tests and benches.
-pub fn seeded_values(n: usize, seed: u64) -> Vec<f32> {
-    let mut s = seed
-        .wrapping_mul(6364136223846793005)
-        .wrapping_add(1442695040888963407);
-    (0..n)
-        .map(|_| {
-            s = s
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            ((s >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
-        })
-        .collect()
-}
-
-/// Plain dot product, the reference for every optimized kernel.
-/// `a · b` with 16 independent partial sums, so the loop vectorises (for single rows picked at
-/// random, where packing into panels does not pay).
-#[inline]
-pub fn dot(a: &[f32], b: &[f32]) -> f32 {
-    debug_assert_eq!(a.len(), b.len());
-    let mut acc = [0.0f32; 16];
-    let (ca, cb) = (a.chunks_exact(16), b.chunks_exact(16));
-    let tail: f32 = ca
-        .remainder()
-        .iter()
-        .zip(cb.remainder())
-        .map(|(x, y)| x * y)
-        .sum();
-    for (x, y) in ca.zip(cb) {
-        for l in 0..16 {
-            acc[l] += x[l] * y[l];
-        }
-    }
-    acc.iter().sum::<f32>() + tail
-}
-
-pub fn dot_naive(a: &[f32], b: &[f32]) -> f32 {
-    a.iter().zip(b).map(|(x, y)| x * y).sum()
-}
-
-/// Reference scores: `out[i] = W[i] · h + bias[i]` for row-major `w` `[n, d]`.
-pub fn scores_naive(w: &[f32], bias: &[f32], h: &[f32], out: &mut [f32]) {
-    let d = h.len();
-    for (i, o) in out.iter_mut().enumerate() {
-        *o = dot_naive(&w[i * d..(i + 1) * d], h) + bias[i];
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Simd {
-    #[cfg(target_arch = "x86_64")]
-    Avx512,
-    #[cfg(target_arch = "x86_64")]
-    Avx2,
-    Portable,
-}
-
-impl Simd {
-    pub(crate) fn detect() -> Self {
-        #[cfg(target_arch = "x86_64")]
-        {
-            if std::env::var_os("FASTSOFTMAX_PORTABLE").is_none() {
-                if is_x86_feature_detected!("avx512f") {
-                    return Simd::Avx512;
-                }
-                if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") {
-                    return Simd::Avx2;
-                }
-            }
-        }
-        Simd::Portable
-    }
-}
 
 /// A matrix `[n_rows, d]` with a bias `[n_rows]` and optional row → word-id map, packed for
 /// scoring. Heads that screen (L2S, DS experts) keep one of these per candidate set.
@@ -322,65 +241,6 @@ impl PackedMatrix {
     }
 }
 
-/// Vector × matrix: `out = bias + Σ_i coefs[i] · rows[i]` for row-major `rows` `[m, d]`, `bias`
-/// and `out` `[d]`, `d` a multiple of [`PANEL`]. The accumulators stay in registers while the
-/// rows stream past (no read-modify-write of `out` per row); the candidate predictor's context
-/// encoder is one of these.
-pub(crate) fn vecmat(simd: Simd, coefs: &[f32], rows: &[f32], bias: &[f32], out: &mut [f32]) {
-    let d = out.len();
-    assert!(
-        d.is_multiple_of(PANEL) && bias.len() == d && rows.len() == coefs.len() * d,
-        "vecmat: rows [m, d], bias [d], out [d], d a multiple of {PANEL}"
-    );
-    match simd {
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: `Simd::Avx512` is only chosen when the CPU has AVX-512F; lengths checked above.
-        Simd::Avx512 => unsafe { avx512::vecmat(coefs, rows, bias, out) },
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: `Simd::Avx2` is only chosen when the CPU has AVX2 and FMA.
-        Simd::Avx2 => unsafe { vecmat_avx2(coefs, rows, bias, out) },
-        Simd::Portable => vecmat_portable(coefs, rows, bias, out),
-    }
-}
-
-/// Reference for [`vecmat`].
-pub fn vecmat_naive(coefs: &[f32], rows: &[f32], bias: &[f32], out: &mut [f32]) {
-    let d = out.len();
-    out.copy_from_slice(bias);
-    for (c, row) in coefs.iter().zip(rows.chunks_exact(d)) {
-        for (o, x) in out.iter_mut().zip(row) {
-            *o += c * x;
-        }
-    }
-}
-
-/// Portable [`vecmat`]: blocks of 4 × 16 columns, so the accumulators fit 8 AVX2 registers.
-#[inline(always)]
-fn vecmat_portable(coefs: &[f32], rows: &[f32], bias: &[f32], out: &mut [f32]) {
-    const BLOCK: usize = 4 * PANEL;
-    let d = out.len();
-    let mut col = 0;
-    while col < d {
-        let w = BLOCK.min(d - col);
-        let mut acc = [0.0f32; BLOCK];
-        acc[..w].copy_from_slice(&bias[col..col + w]);
-        for (i, &c) in coefs.iter().enumerate() {
-            let row = &rows[i * d + col..i * d + col + w];
-            for (a, x) in acc.iter_mut().zip(row) {
-                *a += c * x;
-            }
-        }
-        out[col..col + w].copy_from_slice(&acc[..w]);
-        col += w;
-    }
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-unsafe fn vecmat_avx2(coefs: &[f32], rows: &[f32], bias: &[f32], out: &mut [f32]) {
-    vecmat_portable(coefs, rows, bias, out)
-}
-
 /// One panel `[d, PANEL]` against one context `[d]`: 16 scores, no horizontal sums.
 #[inline(always)]
 fn panel_scores(panel: &[f32], h: &[f32]) -> [f32; PANEL] {
@@ -492,54 +352,6 @@ mod avx512 {
         }
     }
 
-    /// [`super::vecmat`]: up to 8 vectors of columns per pass, one accumulator each.
-    #[target_feature(enable = "avx512f")]
-    pub unsafe fn vecmat(coefs: &[f32], rows: &[f32], bias: &[f32], out: &mut [f32]) {
-        let d = out.len();
-        let mut col = 0;
-        while col < d {
-            let vectors = ((d - col) / PANEL).min(8);
-            match vectors {
-                8 => vecmat_block::<8>(coefs, rows, bias, out, col),
-                7 => vecmat_block::<7>(coefs, rows, bias, out, col),
-                6 => vecmat_block::<6>(coefs, rows, bias, out, col),
-                5 => vecmat_block::<5>(coefs, rows, bias, out, col),
-                4 => vecmat_block::<4>(coefs, rows, bias, out, col),
-                3 => vecmat_block::<3>(coefs, rows, bias, out, col),
-                2 => vecmat_block::<2>(coefs, rows, bias, out, col),
-                _ => vecmat_block::<1>(coefs, rows, bias, out, col),
-            }
-            col += vectors * PANEL;
-        }
-    }
-
-    #[inline(always)]
-    unsafe fn vecmat_block<const V: usize>(
-        coefs: &[f32],
-        rows: &[f32],
-        bias: &[f32],
-        out: &mut [f32],
-        col: usize,
-    ) {
-        let d = out.len();
-        debug_assert!(col + V * PANEL <= d && rows.len() == coefs.len() * d);
-        let mut acc = [_mm512_setzero_ps(); V];
-        for (v, a) in acc.iter_mut().enumerate() {
-            *a = _mm512_loadu_ps(bias.as_ptr().add(col + v * PANEL));
-        }
-        let mut rp = rows.as_ptr().add(col);
-        for &c in coefs {
-            let c = _mm512_set1_ps(c);
-            for (v, a) in acc.iter_mut().enumerate() {
-                *a = _mm512_fmadd_ps(_mm512_loadu_ps(rp.add(v * PANEL)), c, *a);
-            }
-            rp = rp.add(d);
-        }
-        for (v, a) in acc.iter().enumerate() {
-            _mm512_storeu_ps(out.as_mut_ptr().add(col + v * PANEL), *a);
-        }
-    }
-
     /// Batch: `np` (1 or 2) panels × `nq` (≤ 8) contexts, 16 accumulators.
     #[target_feature(enable = "avx512f")]
     pub unsafe fn tile_scores(
@@ -595,8 +407,8 @@ mod avx512 {
 
 #[cfg(test)]
 mod tests {
-    use super::seeded_values as values;
     use super::*;
+    use crate::kernels::{scores_naive, seeded_values as values};
 
     fn check(n: usize, d: usize, simd: Option<Simd>) {
         let w = values(n * d, 1);
@@ -642,27 +454,6 @@ mod tests {
             #[cfg(target_arch = "x86_64")]
             if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") {
                 check(n, d, Some(Simd::Avx2));
-            }
-        }
-    }
-
-    #[test]
-    fn vecmat_matches_the_naive_reference() {
-        let mut simds = vec![Simd::Portable, Simd::detect()];
-        #[cfg(target_arch = "x86_64")]
-        if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") {
-            simds.push(Simd::Avx2);
-        }
-        for (m, d) in [(1, 16), (3, 112), (150, 112), (40, 144), (7, 256)] {
-            let (coefs, rows, bias) = (values(m, 4), values(m * d, 5), values(d, 6));
-            let mut want = vec![0.0; d];
-            vecmat_naive(&coefs, &rows, &bias, &mut want);
-            for &simd in &simds {
-                let mut got = vec![f32::NAN; d];
-                vecmat(simd, &coefs, &rows, &bias, &mut got);
-                for (a, b) in want.iter().zip(&got) {
-                    assert!((a - b).abs() < 1e-4, "{simd:?} m {m} d {d}: {a} vs {b}");
-                }
             }
         }
     }

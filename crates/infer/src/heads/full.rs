@@ -50,6 +50,12 @@ impl FullHead {
     }
 }
 
+impl AsRef<FullHead> for FullHead {
+    fn as_ref(&self) -> &FullHead {
+        self
+    }
+}
+
 impl SoftmaxHead for FullHead {
     fn name(&self) -> &str {
         "full"

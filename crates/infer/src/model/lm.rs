@@ -4,11 +4,11 @@
 
 use std::path::Path;
 
-use crate::artifact::{Cell, LmSpec, LmWeights};
 use crate::error::{Error, Result};
-use crate::full::FullHead;
+use crate::heads::FullHead;
 use crate::kernels::PackedMatrix;
-use crate::vocab::Vocab;
+use crate::model::artifact::{Cell, LmSpec, LmWeights};
+use crate::model::vocab::Vocab;
 
 struct Layer {
     /// W_ih `[G*H, d_in]`, bias b_ih (+ b_hh for LSTM, whose biases simply add)
@@ -61,7 +61,7 @@ fn sigmoid(x: f32) -> f32 {
 }
 
 impl LanguageModel {
-    /// Loads and validates the artifact in `dir` (see [`crate::artifact`]).
+    /// Loads and validates the artifact in `dir` (see [`crate::model::artifact`]).
     pub fn load(dir: &Path) -> Result<Self> {
         Self::from_weights(LmWeights::load(dir)?)
     }
@@ -179,5 +179,13 @@ impl LanguageModel {
         text.split_whitespace()
             .map(|w| self.vocab.id_or_unk(w))
             .collect()
+    }
+}
+
+/// A model serves wherever its output layer is asked for: heads are trained for, saved against
+/// and loaded for an output layer ([`crate::heads::format`]).
+impl AsRef<FullHead> for LanguageModel {
+    fn as_ref(&self) -> &FullHead {
+        self.full_head()
     }
 }

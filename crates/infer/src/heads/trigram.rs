@@ -24,6 +24,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
+use crate::heads::full::FullHead;
 
 const MAGIC: &[u8; 4] = b"FSCT";
 const VERSION: u32 = 1;
@@ -394,7 +395,7 @@ impl CandidateTable {
 
     /// Writes the table atomically (write, then rename).
     pub fn save(&self, path: &Path) -> Result<()> {
-        crate::artifact::write_atomic(path, &self.to_bytes())
+        crate::files::write_atomic(path, &self.to_bytes())
     }
 
     pub fn load(path: &Path) -> Result<Self> {
@@ -441,35 +442,45 @@ impl TrigramHead {
     pub fn save(
         &self,
         dir: &Path,
-        lm: &crate::lm::LanguageModel,
+        output: &impl AsRef<FullHead>,
         training: serde_json::Value,
     ) -> Result<()> {
-        let mut m =
-            crate::heads::HeadManifest::new("trigram", lm, serde_json::json!({ "pad": self.pad }));
+        let mut m = crate::heads::format::HeadManifest::new(
+            "trigram",
+            output,
+            serde_json::json!({ "pad": self.pad }),
+        );
         m.training = training;
         let bytes = self.table.to_bytes();
-        crate::heads::save_head(
+        crate::heads::format::save_head(
             dir,
             &m,
-            &crate::heads::Tensors::default(),
+            &crate::heads::format::Tensors::default(),
             &[(TABLE_FILE, &bytes)],
         )
     }
 
     /// Builds the head from a head directory (already checked against the model).
-    pub fn from_files(name: &str, dir: &Path, m: &crate::heads::HeadManifest) -> Result<Self> {
-        let pad = m.params["pad"].as_u64().ok_or_else(|| {
-            Error::format(
-                dir.join(crate::heads::HEAD_MANIFEST),
-                "`params.pad` is missing; retrain the head",
-            )
-        })? as u32;
+    pub fn from_files(
+        name: &str,
+        dir: &Path,
+        m: &crate::heads::format::HeadManifest,
+    ) -> Result<Self> {
+        let pad = m.params["pad"]
+            .as_u64()
+            .and_then(|p| u32::try_from(p).ok())
+            .ok_or_else(|| {
+                Error::format(
+                    dir.join(crate::heads::format::HEAD_MANIFEST),
+                    "`params.pad` is missing or not a word id; retrain the head",
+                )
+            })?;
         Self::new(name, CandidateTable::load(&dir.join(TABLE_FILE))?, pad)
     }
 }
 
 /// The file of a head directory that holds its table.
-pub const TABLE_FILE: &str = "trigram.bin";
+pub use crate::heads::format::TRIGRAM_TABLE as TABLE_FILE;
 
 impl crate::head::Predictor for TrigramHead {
     fn name(&self) -> &str {

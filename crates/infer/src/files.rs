@@ -1,0 +1,213 @@
+//! How artifacts meet the disk: atomic writes, and SHA-256 digests that prove a data file is the
+//! one its manifest was written with.
+//!
+//! safetensors has no checksum, so a flipped byte inside the weights would load and serve
+//! silently wrong answers. Every manifest (`manifest.json`, `head.json`) therefore records
+//! `sha256: { file name: hex digest }` for the data files it describes, and loading refuses a
+//! file whose digest differs. Artifacts written before digests existed still load, with one
+//! warning per file on stderr; `fastsoftmax verify --record` adds their digests.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use sha2::{Digest, Sha256};
+
+use crate::error::{Error, Result};
+
+/// File name → lowercase hex SHA-256, as recorded in a manifest's `sha256` field.
+pub type Digests = BTreeMap<String, String>;
+
+/// Lowercase hex SHA-256 of `bytes`.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// Writes bytes to `path` atomically (temporary file in the same directory, then rename).
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    let mut tmp = PathBuf::from(path);
+    tmp.as_mut_os_string().push(".tmp");
+    std::fs::write(&tmp, bytes).map_err(|e| Error::io(&tmp, e))?;
+    std::fs::rename(&tmp, path).map_err(|e| Error::io(path, e))
+}
+
+/// What a data file's bytes say against the digest its manifest recorded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FileCheck {
+    /// The digest matches.
+    Verified,
+    /// The manifest records no digest for the file (written before digests existed).
+    Unrecorded,
+    /// The file differs from the one the manifest was written with.
+    Differs { recorded: String, actual: String },
+}
+
+/// Checks `bytes` against `recorded[name]`.
+pub fn check(recorded: &Digests, name: &str, bytes: &[u8]) -> FileCheck {
+    match recorded.get(name) {
+        None => FileCheck::Unrecorded,
+        Some(want) => {
+            let actual = sha256_hex(bytes);
+            if actual.eq_ignore_ascii_case(want) {
+                FileCheck::Verified
+            } else {
+                FileCheck::Differs {
+                    recorded: want.clone(),
+                    actual,
+                }
+            }
+        }
+    }
+}
+
+/// Checks the bytes of `path` against `recorded` (the digests of the manifest at `manifest`, in
+/// the model directory `model_dir`): a difference is an error that names the file and the fix
+/// (`fix` says how to make a good copy anew); a missing digest is a warning, printed once per
+/// file.
+pub(crate) fn verify(
+    path: &Path,
+    bytes: &[u8],
+    recorded: &Digests,
+    manifest: &Path,
+    model_dir: &Path,
+    fix: &str,
+) -> Result<()> {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    match check(recorded, &name, bytes) {
+        FileCheck::Verified => Ok(()),
+        FileCheck::Unrecorded => {
+            warn_once(
+                path,
+                &format!(
+                    "warning: {} records no SHA-256 of {name} (written before digests existed), so the file cannot be verified; if it is intact, record its digest with `fastsoftmax verify --model {} --record`, or {fix}",
+                    manifest.display(),
+                    model_dir.display()
+                ),
+            );
+            Ok(())
+        }
+        FileCheck::Differs { recorded, actual } => Err(Error::format(
+            path,
+            format!(
+                "the file is not the one {} was written with (SHA-256 {actual}, recorded {recorded}): it was corrupted or changed after it was saved — restore it (from git, a backup or the download) or {fix}",
+                manifest.display()
+            ),
+        )),
+    }
+}
+
+/// Checks each of `data_files` in the directory of the manifest at `manifest` against the
+/// manifest's `sha256` field, without loading anything else: what `fastsoftmax verify` reports.
+pub fn check_dir(manifest: &Path, data_files: &[&str]) -> Result<Vec<(String, FileCheck)>> {
+    let recorded = recorded_digests(manifest)?;
+    let dir = manifest.parent().unwrap_or(Path::new("."));
+    data_files
+        .iter()
+        .map(|name| {
+            let path = dir.join(name);
+            let bytes = std::fs::read(&path).map_err(|e| Error::io(&path, e))?;
+            Ok((name.to_string(), check(&recorded, name, &bytes)))
+        })
+        .collect()
+}
+
+/// The digests of those `data_files` in `dir` that `recorded` lacks (an artifact written before
+/// digests existed), for the artifact's manifest at `manifest` to record. A recorded digest is
+/// never replaced: a file that differs from it is an error, and must be restored.
+pub(crate) fn missing_digests(
+    dir: &Path,
+    manifest: &Path,
+    recorded: &Digests,
+    data_files: &[&str],
+) -> Result<Digests> {
+    let mut missing = Digests::new();
+    for name in data_files {
+        let path = dir.join(name);
+        let bytes = std::fs::read(&path).map_err(|e| Error::io(&path, e))?;
+        match check(recorded, name, &bytes) {
+            FileCheck::Verified => {}
+            FileCheck::Unrecorded => {
+                missing.insert(name.to_string(), sha256_hex(&bytes));
+            }
+            FileCheck::Differs { .. } => verify(
+                &path,
+                &bytes,
+                recorded,
+                manifest,
+                dir,
+                "write the artifact anew",
+            )?,
+        }
+    }
+    Ok(missing)
+}
+
+fn read_json(manifest: &Path) -> Result<serde_json::Value> {
+    let text = std::fs::read(manifest).map_err(|e| Error::io(manifest, e))?;
+    let json: serde_json::Value = serde_json::from_slice(&text)
+        .map_err(|e| Error::format(manifest, format!("not valid JSON ({e})")))?;
+    if !json.is_object() {
+        return Err(Error::format(manifest, "not a manifest (a JSON object)"));
+    }
+    Ok(json)
+}
+
+fn recorded_digests(manifest: &Path) -> Result<Digests> {
+    match read_json(manifest)?.get("sha256") {
+        None => Ok(Digests::new()),
+        Some(v) => serde_json::from_value(v.clone()).map_err(|e| {
+            Error::format(
+                manifest,
+                format!("field `sha256` is not a map of file names to digests ({e})"),
+            )
+        }),
+    }
+}
+
+fn warn_once(path: &Path, message: &str) {
+    static WARNED: Mutex<BTreeSet<PathBuf>> = Mutex::new(BTreeSet::new());
+    let mut warned = WARNED.lock().unwrap_or_else(|e| e.into_inner());
+    if warned.insert(path.to_path_buf()) {
+        eprintln!("{message}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sha256_matches_the_standard_test_vectors() {
+        assert_eq!(
+            sha256_hex(b""),
+            "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+        );
+        assert_eq!(
+            sha256_hex(b"abc"),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+    }
+
+    #[test]
+    fn a_changed_byte_is_an_error_naming_the_file() {
+        let recorded: Digests = [("w.bin".to_string(), sha256_hex(b"weights"))].into();
+        let (path, manifest) = (Path::new("m/w.bin"), Path::new("m/manifest.json"));
+        let dir = Path::new("m");
+        assert!(verify(path, b"weights", &recorded, manifest, dir, "re-export").is_ok());
+        let err = verify(path, b"weightz", &recorded, manifest, dir, "re-export")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("m/w.bin: ") && err.contains("re-export"),
+            "{err}"
+        );
+        assert_eq!(check(&Digests::new(), "w.bin", b"x"), FileCheck::Unrecorded);
+        assert!(verify(path, b"x", &Digests::new(), manifest, dir, "re-export").is_ok());
+    }
+}

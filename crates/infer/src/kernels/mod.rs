@@ -1,0 +1,100 @@
+//! The f32 kernels every head is built on, each beside the naive reference its tests compare
+//! against:
+//! - [`PackedMatrix`] (`panel`): a matrix repacked into panels of [`PANEL`] rows, scored against
+//!   one context or a batch; what the full head and every screened candidate set stream.
+//! - [`rows`]: exact logits for rows picked per query (graph, tree, hashing and preview heads).
+//! - `vecmat`: vector × matrix with register-resident accumulators.
+//! - [`exp_nonpositive`] / [`log_sum_exp`]: a vectorisable exp and the softmax normaliser.
+//!
+//! Three code paths share each layout: AVX-512 intrinsics, the portable code compiled for
+//! AVX2+FMA, and the portable code for any CPU; picked once when a matrix is built (set
+//! `FASTSOFTMAX_PORTABLE=1` to force the portable path, e.g. to compare). The int8/int16
+//! products of the translation engine belong here too.
+
+mod exp;
+mod panel;
+pub mod rows;
+mod vecmat;
+
+pub use exp::{exp_nonpositive, log_sum_exp};
+pub use panel::PackedMatrix;
+pub(crate) use vecmat::vecmat;
+pub use vecmat::vecmat_naive;
+
+/// Rows per panel.
+pub const PANEL: usize = 16;
+
+/// Seeded pseudo-random values in [-1, 1): the fixtures of tests and benches.
+pub fn seeded_values(n: usize, seed: u64) -> Vec<f32> {
+    let mut s = seed
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
+    (0..n)
+        .map(|_| {
+            s = s
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((s >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+        })
+        .collect()
+}
+
+/// Plain dot product, the reference for every optimized kernel.
+/// `a · b` with 16 independent partial sums, so the loop vectorises (for single rows picked at
+/// random, where packing into panels does not pay).
+#[inline]
+pub fn dot(a: &[f32], b: &[f32]) -> f32 {
+    debug_assert_eq!(a.len(), b.len());
+    let mut acc = [0.0f32; 16];
+    let (ca, cb) = (a.chunks_exact(16), b.chunks_exact(16));
+    let tail: f32 = ca
+        .remainder()
+        .iter()
+        .zip(cb.remainder())
+        .map(|(x, y)| x * y)
+        .sum();
+    for (x, y) in ca.zip(cb) {
+        for l in 0..16 {
+            acc[l] += x[l] * y[l];
+        }
+    }
+    acc.iter().sum::<f32>() + tail
+}
+
+pub fn dot_naive(a: &[f32], b: &[f32]) -> f32 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+/// Reference scores: `out[i] = W[i] · h + bias[i]` for row-major `w` `[n, d]`.
+pub fn scores_naive(w: &[f32], bias: &[f32], h: &[f32], out: &mut [f32]) {
+    let d = h.len();
+    for (i, o) in out.iter_mut().enumerate() {
+        *o = dot_naive(&w[i * d..(i + 1) * d], h) + bias[i];
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Simd {
+    #[cfg(target_arch = "x86_64")]
+    Avx512,
+    #[cfg(target_arch = "x86_64")]
+    Avx2,
+    Portable,
+}
+
+impl Simd {
+    pub(crate) fn detect() -> Self {
+        #[cfg(target_arch = "x86_64")]
+        {
+            if std::env::var_os("FASTSOFTMAX_PORTABLE").is_none() {
+                if is_x86_feature_detected!("avx512f") {
+                    return Simd::Avx512;
+                }
+                if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") {
+                    return Simd::Avx2;
+                }
+            }
+        }
+        Simd::Portable
+    }
+}

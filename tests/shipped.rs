@@ -1,0 +1,95 @@
+//! The shipped artifacts prove their integrity: every data file's SHA-256 is recorded in its
+//! manifest, `fastsoftmax verify` says so, and a byte flipped inside the weights of any of them
+//! is refused with an error that names the file.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use fastsoftmax_infer::heads::{self, format};
+use fastsoftmax_infer::model::artifact::WEIGHTS_FILE;
+use fastsoftmax_infer::LanguageModel;
+
+const MODELS: [&str; 2] = [
+    "assets/models/ptb-small-lstm",
+    "assets/models/ptb-small-gru",
+];
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Copies a directory tree (the shipped model with its heads) into `to`.
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let path = entry.unwrap().path();
+        let target = to.join(path.file_name().unwrap());
+        if path.is_dir() {
+            copy_tree(&path, &target);
+        } else {
+            std::fs::copy(&path, &target).unwrap();
+        }
+    }
+}
+
+#[test]
+fn every_shipped_file_is_verified() {
+    for model in MODELS {
+        let out = Command::new(env!("CARGO_BIN_EXE_fastsoftmax"))
+            .args(["verify", "--json", "--model"])
+            .arg(root().join(model))
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{model}: {stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let rows: Vec<serde_json::Value> = stdout
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert!(!rows.is_empty());
+        for r in rows {
+            assert_eq!(r["status"], "verified", "{model}: {r}");
+        }
+    }
+}
+
+#[test]
+fn a_byte_flipped_in_any_shipped_weights_file_is_refused() {
+    for model in MODELS {
+        let dir = tempfile::tempdir().unwrap();
+        copy_tree(&root().join(model), dir.path());
+        let m = dir.path();
+        let lm = LanguageModel::load(m).unwrap();
+        // (file, loader): the model's weights, then each head's data files.
+        let mut cases: Vec<(PathBuf, Option<String>)> = vec![(m.join(WEIGHTS_FILE), None)];
+        for (name, kind) in heads::trained(m) {
+            for file in format::data_files(&kind) {
+                cases.push((m.join("heads").join(&name).join(file), Some(name.clone())));
+            }
+        }
+        for (path, head) in cases {
+            let original = std::fs::read(&path).unwrap();
+            let mut flipped = original.clone();
+            flipped[original.len() / 2] ^= 0x10;
+            std::fs::write(&path, &flipped).unwrap();
+            let err = match &head {
+                None => LanguageModel::load(m).map(|_| ()).unwrap_err(),
+                Some(name) => heads::load(name, m, &lm).map(|_| ()).unwrap_err(),
+            }
+            .to_string();
+            assert!(
+                err.starts_with(&path.display().to_string()) && err.contains("SHA-256"),
+                "{}: {err}",
+                path.display()
+            );
+            std::fs::write(&path, &original).unwrap();
+        }
+        for (name, _) in heads::trained(m) {
+            heads::load(&name, m, &lm).unwrap();
+        }
+    }
+}
