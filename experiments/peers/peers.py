@@ -7,8 +7,9 @@ contexts.npy [n, d]). Usage:
 
     python3 experiments/peers/peers.py --npy runs/npy --contexts 5000 --k 10 --json peers.json
 
-1. numpy full softmax: `h @ W.T + b`, then `argpartition` + sort of the top k; per query (batch 1)
-   and per block of 64. Its top-k is the exact answer every P@k below is measured against.
+1. numpy full softmax: `W @ h + b`, then `argpartition` + a sort of the k survivors; per query
+   (batch 1) and per block of 64 (`H @ W.T`, the faster layout there; see full_softmax.py). Its
+   top-k is the exact answer every P@k below is measured against.
 2. faiss `IndexHNSWFlat` with M and efConstruction equal to our defaults, in two spaces:
    - `l2`: the MIPS -> nearest-neighbour transform of `crates/infer/src/heads/mips.rs` (rows
      `[w, b, sqrt(phi^2 - |[w, b]|^2)]`, queries `[h, 1, 0]`) searched with the L2 metric, the
@@ -20,8 +21,10 @@ contexts.npy [n, d]). Usage:
    one `search` call over all queries divided by n (faiss then does nothing but per-query
    searches on one thread: the fair peer of our batch-1 loop).
 
-Times are medians over --repeats passes of wall-clock time (`perf_counter`); the CPU time of the
-same passes (`thread_time`, min over passes) is recorded too, for machines shared with other jobs.
+Times are medians over --repeats passes of wall-clock time (`perf_counter`) after one untimed
+warm-up pass; the CPU time of the same passes (`thread_time`, min over passes) is recorded too,
+for machines shared with other jobs. Every peer runs in its fastest form (`fastest.py`: no forced
+old OpenBLAS kernel, one thread, the kernels it picked recorded).
 """
 import argparse
 import datetime
@@ -32,9 +35,10 @@ import subprocess
 import sys
 import time
 
-# Thread settings must precede the numpy / faiss imports.
-for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ[var] = "1"
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import fastest  # noqa: E402
+
+UNSET = fastest.clean_process()  # before numpy and faiss load OpenBLAS
 import numpy as np  # noqa: E402
 import faiss  # noqa: E402
 
@@ -42,7 +46,9 @@ faiss.omp_set_num_threads(1)
 
 
 def timed(fn, n, repeats):
-    """(median wall µs per query, min CPU µs per query) over `repeats` passes of `fn`."""
+    """(median wall µs per query, min CPU µs per query) over `repeats` passes of `fn`, after one
+    untimed warm-up pass."""
+    fn()
     wall, cpu = [], []
     for _ in range(repeats):
         c = time.thread_time()
@@ -54,8 +60,9 @@ def timed(fn, n, repeats):
 
 
 def topk_rows(logits, k):
-    """Indices of the k largest logits of each row, best first."""
-    idx = np.argpartition(-logits, k, axis=-1)[..., :k]
+    """Indices of the k largest logits of each row (or of a vector), best first: one partition,
+    then a sort of the k survivors only."""
+    idx = np.argpartition(logits, -k, axis=-1)[..., -k:]
     part = np.take_along_axis(logits, idx, axis=-1)
     order = np.argsort(-part, axis=-1, kind="stable")
     return np.take_along_axis(idx, order, axis=-1)
@@ -75,6 +82,7 @@ def machine():
         pass
     return {"nproc": os.cpu_count(), "cpu": model or platform.processor(),
             "numpy": np.__version__, "faiss": faiss.__version__,
+            "kernels": fastest.kernels(), "unset": UNSET,
             "date": datetime.date.today().isoformat()}
 
 
@@ -114,15 +122,15 @@ def main():
     rows = []
     print(f"{n} contexts, W [{W.shape[0]}, {W.shape[1]}], top-{k}, 1 thread, "
           f"medians of {a.repeats} passes; {info['cpu']} ({info['nproc']} cpus), "
-          f"numpy {info['numpy']}, faiss {info['faiss']}")
+          f"numpy {info['numpy']}, faiss {info['faiss']}; {fastest.describe(info['kernels'], UNSET)}")
 
     # 1. numpy full softmax.
-    Wt = W.T  # a view: BLAS gets the transpose flag, no copy
+    Wt = W.T  # a view: BLAS gets the transpose flag, no copy (the faster layout at batch 64)
     exact = topk_rows(H @ Wt + b, k)
 
     def batch1():
         for i in range(n):
-            topk_rows(H[i] @ Wt + b, k)
+            topk_rows(W @ H[i] + b, k)
 
     def batch64():
         for s in range(0, n, 64):
@@ -132,7 +140,7 @@ def main():
     b64, b64_cpu = timed(batch64, n, a.repeats)
     rows.append({"system": "numpy", "setting": "full", "p1": 1.0, "p5": 1.0, "us_b1": b1,
                  "cpu_us_b1": b1_cpu, "us_b64": b64, "cpu_us_b64": b64_cpu, "dots": W.shape[0]})
-    print(f"\nnumpy full softmax (H @ W.T + b, argpartition, sort): "
+    print(f"\nnumpy full softmax (W @ h + b, argpartition, sort of k): "
           f"{b1:.1f} µs/query at batch 1 (cpu {b1_cpu:.1f}), {b64:.1f} at batch 64 (cpu {b64_cpu:.1f})")
 
     # 2. faiss HNSW.
