@@ -25,9 +25,10 @@ THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 _MARK = "FASTSOFTMAX_PEER_UNSET"
 
 
-def clean_process():
+def clean_process(threads=1):
     """Re-executes the script without `SLOW_VARS` if any is set (OpenBLAS reads them when it
-    loads, so they must be gone from the process's start) and pins thread counts to 1. Returns
+    loads, so they must be gone from the process's start) and pins thread counts to `threads`.
+    Returns
     the variables that were removed, {name: value}, to record with the results."""
     removed = {v: os.environ[v] for v in SLOW_VARS if v in os.environ}
     if removed:
@@ -35,22 +36,23 @@ def clean_process():
         env[_MARK] = json.dumps(removed)
         os.execve(sys.executable, [sys.executable] + sys.argv, env)
     for v in THREAD_VARS:
-        os.environ[v] = "1"
+        os.environ[v] = str(threads)
     return json.loads(os.environ.get(_MARK, "{}"))
 
 
-def kernels():
+def kernels(threads=1):
     """The native thread pools loaded (BLAS, OpenMP) with the kernel each picked, after pinning
-    every one to a single thread. Needs threadpoolctl (`pip install threadpoolctl`)."""
+    every one to `threads` (1 unless a peer is measured with more on purpose, as training is).
+    Needs threadpoolctl (`pip install threadpoolctl`)."""
     from threadpoolctl import threadpool_info, threadpool_limits
 
-    threadpool_limits(limits=1)
+    threadpool_limits(limits=threads)
     out = []
     for i in threadpool_info():
         out.append({k: i.get(k) for k in ("internal_api", "version", "architecture", "num_threads")}
                    | {"library": os.path.basename(i.get("filepath", ""))})
-        if i.get("num_threads") != 1:
-            sys.exit(f"{out[-1]['library']} runs {i.get('num_threads')} threads; peers run on one")
+        if i.get("num_threads") != threads:
+            sys.exit(f"{out[-1]['library']} runs {i.get('num_threads')} threads, not {threads}")
     return out
 
 
