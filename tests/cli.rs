@@ -57,6 +57,8 @@ fn train_eval_bench_predict() {
         "--out",
         &s("m"),
         "--quiet",
+        "--threads",
+        "2",
     ]);
     assert!(ok, "{err}");
     assert!(out.contains("test ppl"), "{out}");
