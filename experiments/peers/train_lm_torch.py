@@ -26,8 +26,23 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import fastest  # noqa: E402
 
-THREADS = int(next((sys.argv[i + 1] for i, v in enumerate(sys.argv[:-1]) if v == "--threads"), 2))
-UNSET = fastest.clean_process(THREADS)
+
+def parser():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--config", default="experiments/configs/ptb-small-lstm.json")
+    ap.add_argument("--data", default="data/ptb")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--epochs", type=int, help="override the config's epochs")
+    ap.add_argument("--max-windows", type=int, help="stop each epoch after N windows (speed runs)")
+    ap.add_argument("--warmup", type=int, default=5, help="first-epoch windows not timed")
+    ap.add_argument("--no-valid", action="store_true", help="skip validation (speed runs)")
+    ap.add_argument("--test", action="store_true", help="test perplexity at the end")
+    ap.add_argument("--json", action="store_true", help="one JSON object per epoch")
+    return ap
+
+
+ARGS = parser().parse_args()  # before torch loads: the thread count goes into its environment
+UNSET = fastest.clean_process(ARGS.threads)
 import torch  # noqa: E402
 from torch import nn  # noqa: E402
 
@@ -83,17 +98,7 @@ def perplexity(model, data, bptt):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--config", default="experiments/configs/ptb-small-lstm.json")
-    ap.add_argument("--data", default="data/ptb")
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--epochs", type=int, help="override the config's epochs")
-    ap.add_argument("--max-windows", type=int, help="stop each epoch after N windows (speed runs)")
-    ap.add_argument("--warmup", type=int, default=5, help="first-epoch windows not timed")
-    ap.add_argument("--no-valid", action="store_true", help="skip validation (speed runs)")
-    ap.add_argument("--test", action="store_true", help="test perplexity at the end")
-    ap.add_argument("--json", action="store_true", help="one JSON object per epoch")
-    a = ap.parse_args()
+    a = ARGS
 
     cfg = json.load(open(a.config))
     m, t = cfg["model"], cfg["train"]

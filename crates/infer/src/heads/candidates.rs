@@ -22,13 +22,11 @@ use std::path::Path;
 
 use crate::error::{Error, Result};
 use crate::head::{Context, Predictor};
-use crate::heads::format::{self, HeadManifest, Tensors};
+use crate::heads::format::{self, HeadManifest, Tensors, TRIGRAM_TABLE};
 use crate::heads::full::FullHead;
 use crate::heads::trigram::CandidateTable;
 use crate::kernels::{self, dot, Simd};
 use crate::topk::TopK;
-
-pub use crate::heads::trigram::TABLE_FILE;
 
 /// The network's shapes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -334,7 +332,7 @@ impl CandidatesHead {
         );
         m.training = training;
         let table = self.table.to_bytes();
-        let mut files: Vec<(&str, &[u8])> = vec![(TABLE_FILE, &table)];
+        let mut files: Vec<(&str, &[u8])> = vec![(TRIGRAM_TABLE, &table)];
         files.extend_from_slice(extra);
         format::save_head(dir, &m, &t, &files)
     }
@@ -376,7 +374,7 @@ impl CandidatesHead {
             o: t.f32("o", &[outputs, s.slots])?,
             o_bias: t.f32("o_bias", &[outputs])?,
         };
-        let table = CandidateTable::load(&dir.join(TABLE_FILE))?;
+        let table = CandidateTable::from_head(dir, t)?;
         Self::new(name, params, table, pad, m.d)
             .map_err(|e| Error::format(t.origin(), e.to_string()))
     }

@@ -87,6 +87,9 @@ pub fn fingerprint(full: &FullHead) -> String {
 #[derive(Debug, Clone, Default)]
 pub struct Tensors {
     map: BTreeMap<String, (safetensors::Dtype, Vec<usize>, Vec<u8>)>,
+    /// The kind's other data files (the trigram table), by name, as read and verified by
+    /// [`read_head`].
+    files: BTreeMap<String, Vec<u8>>,
     /// Where they were read from, for error messages.
     origin: PathBuf,
 }
@@ -182,6 +185,17 @@ impl Tensors {
             .windows(2)
             .map(|w| w[0] as usize..w[1] as usize)
             .collect())
+    }
+
+    /// The bytes of the kind's data file `name` (see [`data_files`]), verified against its
+    /// digest when read.
+    pub fn file(&self, name: &str) -> Result<&[u8]> {
+        self.files.get(name).map(Vec::as_slice).ok_or_else(|| {
+            Error::format(
+                &self.origin,
+                format!("the head's data file {name} was not read; its kind does not list it"),
+            )
+        })
     }
 
     pub fn origin(&self) -> &Path {
@@ -305,17 +319,15 @@ pub fn read_head(dir: &Path, output: &impl AsRef<FullHead>) -> Result<(HeadManif
         .parent()
         .and_then(Path::parent)
         .unwrap_or(Path::new("."));
-    let mut tensor_bytes = Vec::new();
+    let mut data = BTreeMap::new();
     for name in data_files(&m.kind) {
         let path = dir.join(name);
         let bytes = std::fs::read(&path).map_err(|e| Error::io(&path, e))?;
         files::verify(&path, &bytes, &m.sha256, &mpath, model_dir, fix)?;
-        if *name == HEAD_TENSORS {
-            tensor_bytes = bytes;
-        }
+        data.insert(name.to_string(), bytes);
     }
     let tpath = dir.join(HEAD_TENSORS);
-    let bytes = tensor_bytes;
+    let bytes = data.remove(HEAD_TENSORS).unwrap_or_default();
     let st = safetensors::SafeTensors::deserialize(&bytes).map_err(|e| {
         Error::format(
             &tpath,
@@ -323,6 +335,7 @@ pub fn read_head(dir: &Path, output: &impl AsRef<FullHead>) -> Result<(HeadManif
         )
     })?;
     let mut tensors = Tensors {
+        files: data,
         origin: tpath.clone(),
         ..Tensors::default()
     };

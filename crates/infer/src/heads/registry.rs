@@ -176,7 +176,7 @@ impl<'a> HeadLoader<'a> {
                 "candidates" => Ok(Box::new(CandidatesHead::from_files(
                     name, &dir, &m, &t, full,
                 )?)),
-                "trigram" => Ok(Box::new(TrigramHead::from_files(name, &dir, &m)?)),
+                "trigram" => Ok(Box::new(TrigramHead::from_files(name, &dir, &m, &t)?)),
                 kind => Err(Error::format(
                     dir.join(HEAD_MANIFEST),
                     format!(

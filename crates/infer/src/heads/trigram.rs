@@ -24,7 +24,10 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
+use crate::head::{Context, Predictor};
+use crate::heads::format::{self, HeadManifest, Tensors, TRIGRAM_TABLE};
 use crate::heads::full::FullHead;
+use crate::topk::TopK;
 
 const MAGIC: &[u8; 4] = b"FSCT";
 const VERSION: u32 = 1;
@@ -402,6 +405,12 @@ impl CandidateTable {
         let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
         Self::from_bytes(&bytes).map_err(|e| Error::format(path, e.to_string()))
     }
+
+    /// The table of the head in `dir`, from the verified bytes [`format::read_head`] read.
+    pub fn from_head(dir: &Path, t: &Tensors) -> Result<Self> {
+        Self::from_bytes(t.file(TRIGRAM_TABLE)?)
+            .map_err(|e| Error::format(dir.join(TRIGRAM_TABLE), e.to_string()))
+    }
 }
 
 /// The trigram model alone as a predictor (the paper's "N-gram" row): the candidate list in
@@ -445,44 +454,28 @@ impl TrigramHead {
         output: &impl AsRef<FullHead>,
         training: serde_json::Value,
     ) -> Result<()> {
-        let mut m = crate::heads::format::HeadManifest::new(
-            "trigram",
-            output,
-            serde_json::json!({ "pad": self.pad }),
-        );
+        let mut m = HeadManifest::new("trigram", output, serde_json::json!({ "pad": self.pad }));
         m.training = training;
         let bytes = self.table.to_bytes();
-        crate::heads::format::save_head(
-            dir,
-            &m,
-            &crate::heads::format::Tensors::default(),
-            &[(TABLE_FILE, &bytes)],
-        )
+        format::save_head(dir, &m, &Tensors::default(), &[(TRIGRAM_TABLE, &bytes)])
     }
 
-    /// Builds the head from a head directory (already checked against the model).
-    pub fn from_files(
-        name: &str,
-        dir: &Path,
-        m: &crate::heads::format::HeadManifest,
-    ) -> Result<Self> {
+    /// Builds the head from a head directory's contents (already checked against the model).
+    pub fn from_files(name: &str, dir: &Path, m: &HeadManifest, t: &Tensors) -> Result<Self> {
         let pad = m.params["pad"]
             .as_u64()
             .and_then(|p| u32::try_from(p).ok())
             .ok_or_else(|| {
                 Error::format(
-                    dir.join(crate::heads::format::HEAD_MANIFEST),
+                    dir.join(format::HEAD_MANIFEST),
                     "`params.pad` is missing or not a word id; retrain the head",
                 )
             })?;
-        Self::new(name, CandidateTable::load(&dir.join(TABLE_FILE))?, pad)
+        Self::new(name, CandidateTable::from_head(dir, t)?, pad)
     }
 }
 
-/// The file of a head directory that holds its table.
-pub use crate::heads::format::TRIGRAM_TABLE as TABLE_FILE;
-
-impl crate::head::Predictor for TrigramHead {
+impl Predictor for TrigramHead {
     fn name(&self) -> &str {
         &self.name
     }
@@ -496,7 +489,7 @@ impl crate::head::Predictor for TrigramHead {
         2
     }
     /// Scores are `−rank`.
-    fn predict_into(&self, ctx: crate::head::Context<'_>, k: usize, out: &mut crate::topk::TopK) {
+    fn predict_into(&self, ctx: Context<'_>, k: usize, out: &mut TopK) {
         let h = ctx.history;
         let at = |back: usize| h.len().checked_sub(back).map_or(self.pad, |i| h[i]);
         out.reset(k);
@@ -509,7 +502,7 @@ impl crate::head::Predictor for TrigramHead {
         });
     }
     /// A binary search, no multiply-adds.
-    fn cost(&self, _ctx: crate::head::Context<'_>) -> usize {
+    fn cost(&self, _ctx: Context<'_>) -> usize {
         0
     }
 }
