@@ -2,6 +2,9 @@
 
 mod cli;
 
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> std::process::ExitCode {
     match cli::run() {
         Ok(()) => std::process::ExitCode::SUCCESS,

@@ -32,7 +32,7 @@ enum Corpus {
     /// Penn Treebank, Mikolov's 10k-word version: ptb.{train,valid,test}.txt.
     Ptb,
     /// The Brown corpus (1.2M words of varied American English) in PTB style: brown/brown.txt —
-    /// text a PTB model never saw.
+    /// text a PTB model never saw — and its split for training, brown.{train,valid,test}.txt.
     Brown,
 }
 
@@ -61,6 +61,13 @@ pub fn run(a: DataArgs) -> anyhow::Result<()> {
                     brown::path(&dir).display()
                 ),
             }
+            let [train, valid, test] = brown::split(&dir)?;
+            eprintln!(
+                "split for training: {}, {}, {} (blocks of 100 sentences, 8:1:1)",
+                train.display(),
+                valid.display(),
+                test.display()
+            );
             Ok(())
         }
     }

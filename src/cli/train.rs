@@ -36,11 +36,17 @@ pub struct TrainLmArgs {
     /// Stop each epoch after N windows (smoke tests).
     #[arg(long)]
     max_windows: Option<usize>,
+    /// Stop training after this many minutes of it (validation not counted); the epoch in
+    /// progress ends early and is validated, checkpointed and exported like any other. For
+    /// comparisons at equal training time.
+    #[arg(long, value_name = "MINUTES")]
+    budget_minutes: Option<f64>,
     /// No progress bar.
     #[arg(long)]
     quiet: bool,
     /// Threads for training (burn's matrix products run on a rayon pool of this size); default:
-    /// every core. On 2 cores, 1 thread trained the PTB LSTM at 2,512 tokens/s and 2 at 2,811.
+    /// every core. The fused recurrent layers split the batch over them and the products run on
+    /// all of them (experiments/results/training-speed.md).
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..))]
     threads: Option<u16>,
 }
@@ -64,6 +70,18 @@ pub fn run(a: TrainLmArgs) -> anyhow::Result<()> {
         out: a.out.clone(),
         resume: a.resume,
         max_windows: a.max_windows,
+        budget: a
+            .budget_minutes
+            .map(|m| {
+                if m.is_finite() && m > 0.0 {
+                    Ok(std::time::Duration::from_secs_f64(m * 60.0))
+                } else {
+                    Err(anyhow::anyhow!(
+                        "--budget-minutes must be a positive number, got {m}"
+                    ))
+                }
+            })
+            .transpose()?,
         progress: !a.quiet,
         command: std::env::args().collect::<Vec<_>>().join(" "),
     };

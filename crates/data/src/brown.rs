@@ -36,6 +36,46 @@ const TEXT_MD5: &str = "f6ba7c08d015d0fe9c8b76d81e9854b8";
 /// Contraction suffixes PTB writes as tokens of their own, checked at the end of a word.
 const SUFFIXES: [&str; 7] = ["n't", "'s", "'re", "'ve", "'ll", "'d", "'m"];
 
+/// The split [`split`] writes beside `brown.txt`: training, validation and test text.
+pub const SPLIT: [&str; 3] = ["brown.train.txt", "brown.valid.txt", "brown.test.txt"];
+
+/// Lines per block of the split.
+const BLOCK: usize = 100;
+
+/// Cuts `dir/brown.txt` into [`SPLIT`]: blocks of 100 consecutive sentences, of every ten
+/// blocks the 9th goes to validation, the 10th to test and the rest to training (≈ 80/10/10).
+/// Every genre lands in all three (the file runs genre by genre) while neighbouring sentences
+/// stay together. A no-op when the three files are there. Returns their paths.
+pub fn split(dir: &Path) -> Result<[PathBuf; 3]> {
+    let paths = SPLIT.map(|f| dir.join(f));
+    if paths.iter().all(|p| p.is_file()) {
+        return Ok(paths);
+    }
+    let source = path(dir);
+    let text = std::fs::read_to_string(&source).map_err(io_err(&source))?;
+    let mut parts = [String::new(), String::new(), String::new()];
+    for (i, line) in text.lines().enumerate() {
+        let part = match (i / BLOCK) % 10 {
+            8 => 1,
+            9 => 2,
+            _ => 0,
+        };
+        parts[part].push_str(line);
+        parts[part].push('\n');
+    }
+    if parts.iter().any(String::is_empty) {
+        return Err(Error::Invalid(format!(
+            "{}: too short to split into training, validation and test text (needs > {} lines)",
+            source.display(),
+            9 * BLOCK
+        )));
+    }
+    for (p, text) in paths.iter().zip(&parts) {
+        write_atomic(p, text.as_bytes())?;
+    }
+    Ok(paths)
+}
+
 /// Path of the corpus file in `dir`.
 pub fn path(dir: &Path) -> PathBuf {
     dir.join(FILE)
@@ -327,5 +367,39 @@ mod tests {
     fn recognises_text_file_names() {
         assert!(is_text_file("ca01") && is_text_file("cr09"));
         assert!(!is_text_file("cs01") && !is_text_file("cats.txt") && !is_text_file("README"));
+    }
+}
+
+#[cfg(test)]
+mod split_tests {
+    use super::*;
+
+    #[test]
+    fn split_keeps_every_line_in_blocks_of_a_hundred() {
+        let dir = tempfile::tempdir().unwrap();
+        let lines: Vec<String> = (0..2500).map(|i| format!("line {i}")).collect();
+        std::fs::write(path(dir.path()), lines.join("\n")).unwrap();
+        let [train, valid, test] = split(dir.path()).unwrap();
+        let read = |p: &Path| std::fs::read_to_string(p).unwrap();
+        let (train, valid, test) = (read(&train), read(&valid), read(&test));
+        assert_eq!(
+            train.lines().count() + valid.lines().count() + test.lines().count(),
+            2500
+        );
+        assert!(valid.starts_with("line 800\n") && valid.contains("line 1899"));
+        assert!(test.starts_with("line 900\n") && !test.contains("line 1000\n"));
+        assert!(train.contains("line 2499"));
+        // A second call keeps the files as they are.
+        std::fs::write(path(dir.path()), "changed").unwrap();
+        split(dir.path()).unwrap();
+        assert_eq!(read(&dir.path().join(SPLIT[1])), valid);
+    }
+
+    #[test]
+    fn a_short_corpus_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(path(dir.path()), "one line\n").unwrap();
+        let err = split(dir.path()).unwrap_err().to_string();
+        assert!(err.contains("too short"), "{err}");
     }
 }

@@ -17,8 +17,23 @@ fn read_text(path: &Path) -> Result<String> {
 
 /// Builds the training vocabulary of a file (every word it contains, plus `<unk>` and `<eos>`).
 pub fn vocab_of_file(path: &Path) -> Result<Vocab> {
+    vocab_of_file_min_count(path, 1)
+}
+
+/// The words of a file seen at least `min_count` times, most frequent first (ties by spelling),
+/// plus `<unk>` and `<eos>`; rarer words will read as `<unk>`.
+pub fn vocab_of_file_min_count(path: &Path, min_count: usize) -> Result<Vocab> {
     let text = read_text(path)?;
-    let vocab = Vocab::from_counts(text.split_whitespace())?;
+    let mut counts: std::collections::HashMap<&str, u64> = std::collections::HashMap::new();
+    for t in text.split_whitespace() {
+        *counts.entry(t).or_default() += 1;
+    }
+    let mut entries: Vec<(&str, u64)> = counts
+        .into_iter()
+        .filter(|&(_, c)| c >= min_count as u64)
+        .collect();
+    entries.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    let vocab = Vocab::from_words(entries.into_iter().map(|(w, _)| w.to_string()).collect())?;
     if vocab.len() <= 2 {
         return Err(Error::Invalid(format!(
             "{}: the file has no words; a training text needs at least one tokenized sentence per line",

@@ -55,6 +55,38 @@ pub struct TrainConfig {
     /// Seed of parameter initialisation and dropout (burn keeps one RNG per device: do not
     /// initialise other models on the same device concurrently if runs must repeat exactly).
     pub seed: u64,
+    /// The vocabulary: words seen at least this often in the training text (the others read
+    /// as `<unk>`). 1 keeps every word.
+    #[serde(default = "default_min_count")]
+    pub min_count: usize,
+    /// The softmax of the training loss. Evaluation always uses the exact full softmax.
+    #[serde(default)]
+    pub softmax: TrainingSoftmax,
+}
+
+fn default_min_count() -> usize {
+    1
+}
+
+/// The softmax of the training loss.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
+pub enum TrainingSoftmax {
+    /// Every word scored for every position (exact).
+    #[default]
+    Full,
+    /// Sampled softmax (Jean et al. 2015): each position sees its target and `samples` distinct
+    /// negatives per window, drawn with probability ∝ count^`power`, logits corrected by
+    /// `− log E[count]`. `{"kind": "sampled", "samples": 1024}`.
+    Sampled {
+        samples: usize,
+        #[serde(default = "default_power")]
+        power: f64,
+    },
+}
+
+fn default_power() -> f64 {
+    0.75
 }
 
 /// A whole experiment config file.
@@ -85,7 +117,13 @@ impl ExperimentConfig {
     pub fn validate(&self) -> Result<(), String> {
         let m = &self.model;
         let t = &self.train;
-        let checks: [(bool, &str); 10] = [
+        let sampled_ok = match t.softmax {
+            TrainingSoftmax::Full => true,
+            TrainingSoftmax::Sampled { samples, power } => {
+                samples > 0 && (0.0..=1.0).contains(&power)
+            }
+        };
+        let checks: [(bool, &str); 12] = [
             (m.d_embed > 0, "model.d_embed must be > 0"),
             (m.d_hidden > 0, "model.d_hidden must be > 0"),
             (m.n_layers > 0, "model.n_layers must be > 0"),
@@ -111,6 +149,14 @@ impl ExperimentConfig {
             ),
             (t.bptt > 0, "train.bptt must be > 0"),
             (t.clip_norm > 0.0, "train.clip_norm must be > 0"),
+            (
+                t.min_count > 0,
+                "train.min_count must be ≥ 1 (1 keeps every word)",
+            ),
+            (
+                sampled_ok,
+                "train.softmax sampled needs samples > 0 and power in [0, 1]",
+            ),
         ];
         match checks.iter().find(|(ok, _)| !ok) {
             Some((_, msg)) => Err(msg.to_string()),

@@ -2,6 +2,7 @@
 //!
 //! - [`config`]: the JSON experiment configs (`experiments/configs/*.json`).
 //! - [`lm`]: LSTM/GRU language models (embedding → recurrent layers → linear output).
+//! - [`fused`]: whole-window LSTM/GRU and softmax cross-entropy ops with hand-written backwards.
 //! - [`train`]: truncated-BPTT training with global-norm clipping, checkpoints and resume.
 //! - [`export`]: burn model → the engine's artifact (`fastsoftmax_infer::model::artifact`).
 //! - [`bucketed`]: training D-softmax and adaptive softmax (frequency buckets) on a frozen LM.
@@ -17,13 +18,14 @@ pub mod candidates;
 pub mod config;
 pub mod ds;
 pub mod export;
+pub mod fused;
 pub mod l2s;
 pub mod lm;
 pub mod synthetic;
 pub mod train;
 
 pub use backend::Backend;
-pub use config::{ExperimentConfig, LmConfig, TrainConfig};
+pub use config::{ExperimentConfig, LmConfig, TrainConfig, TrainingSoftmax};
 pub use lm::LanguageModel;
 
 /// Errors of training and export; each names the file or field and the fix.

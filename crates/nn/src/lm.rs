@@ -5,6 +5,10 @@
 //! matrix product and each time step is one more. That is 4× fewer kernel launches per step
 //! than burn's per-gate layers, and the same layout as the engine's (PyTorch's), so export is a
 //! transpose.
+//!
+//! Every computation exists twice: composed of burn ops (any backend; the reference) and as the
+//! fused ops of [`crate::fused`] (flex; hand-written backward, several times faster). [`Ops`]
+//! picks one; the default picks the fused ops wherever they run.
 
 use burn::module::{Module, Param};
 use burn::nn::{
@@ -29,6 +33,26 @@ impl LmState {
         LmState {
             h: self.h.into_iter().map(Tensor::detach).collect(),
             c: self.c.into_iter().map(Tensor::detach).collect(),
+        }
+    }
+}
+
+/// Which implementation runs the recurrent layers and the loss.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ops {
+    /// burn ops only: runs on every backend.
+    Composed,
+    /// [`crate::fused`]: whole-window ops with hand-written backwards (flex only).
+    Fused,
+}
+
+impl Ops {
+    /// The fused ops where they run, the composed ones elsewhere.
+    pub fn for_device(device: &Device) -> Ops {
+        if crate::fused::available(device) {
+            Ops::Fused
+        } else {
+            Ops::Composed
         }
     }
 }
@@ -62,7 +86,51 @@ impl RecurrentLayer {
     }
 
     /// x: [batch, time, d_in] → outputs [batch, time, d_hidden]; updates `h` (and `c`).
-    fn forward(&self, x: Tensor<3>, h: &mut Tensor<2>, c: &mut Tensor<2>) -> Tensor<3> {
+    pub fn forward(
+        &self,
+        x: Tensor<3>,
+        h: &mut Tensor<2>,
+        c: &mut Tensor<2>,
+        ops: Ops,
+    ) -> Tensor<3> {
+        match ops {
+            Ops::Composed => self.forward_composed(x, h, c),
+            Ops::Fused => self.forward_fused(x, h, c),
+        }
+    }
+
+    /// [`RecurrentLayer::forward`] as one fused op per window.
+    fn forward_fused(&self, x: Tensor<3>, h: &mut Tensor<2>, c: &mut Tensor<2>) -> Tensor<3> {
+        // As one [B·T, d_in] matrix: burn's Linear on a 3-D input multiplies batch by batch and
+        // its weight gradient is then a [B, d_in, G·H] tensor summed over B.
+        let [batch, time, d_in] = x.dims();
+        let g = self.cell.gates() * self.d_hidden;
+        let xp = self
+            .w_ih
+            .forward(x.reshape([batch * time, d_in]))
+            .reshape([batch, time, g]);
+        let w_hh = self.w_hh.weight.val();
+        let b_hh = match &self.w_hh.bias {
+            Some(b) => b.val(),
+            None => Tensor::zeros([w_hh.dims()[1]], &w_hh.device()),
+        };
+        match self.cell {
+            Cell::Lstm => {
+                let (hs, h_last, c_last) =
+                    crate::fused::lstm_window(xp, w_hh, b_hh, h.clone(), c.clone());
+                (*h, *c) = (h_last, c_last);
+                hs
+            }
+            Cell::Gru => {
+                let (hs, h_last) = crate::fused::gru_window(xp, w_hh, b_hh, h.clone());
+                *h = h_last;
+                hs
+            }
+        }
+    }
+
+    /// [`RecurrentLayer::forward`] composed of burn ops, one time step after the other.
+    fn forward_composed(&self, x: Tensor<3>, h: &mut Tensor<2>, c: &mut Tensor<2>) -> Tensor<3> {
         let [batch, time, _] = x.dims();
         let g = self.cell.gates() * self.d_hidden;
         // [batch, time, G*d_hidden]: the input half of every gate, for the whole window at once.
@@ -162,23 +230,45 @@ impl LanguageModel {
     }
 
     /// tokens: [batch, time] → (last layer's outputs [batch, time, d_hidden], new state).
-    pub fn hidden(&self, tokens: Tensor<2, Int>, mut state: LmState) -> (Tensor<3>, LmState) {
+    pub fn hidden(&self, tokens: Tensor<2, Int>, state: LmState) -> (Tensor<3>, LmState) {
+        let ops = Ops::for_device(&tokens.device());
+        self.hidden_with(tokens, state, ops)
+    }
+
+    /// [`LanguageModel::hidden`] with the implementation chosen by the caller.
+    pub fn hidden_with(
+        &self,
+        tokens: Tensor<2, Int>,
+        mut state: LmState,
+        ops: Ops,
+    ) -> (Tensor<3>, LmState) {
         let mut x = self.dropout.forward(self.embedding.forward(tokens));
         for (l, layer) in self.layers.iter().enumerate() {
             x = self
                 .dropout
-                .forward(layer.forward(x, &mut state.h[l], &mut state.c[l]));
+                .forward(layer.forward(x, &mut state.h[l], &mut state.c[l], ops));
         }
         (x, state)
     }
 
     /// h: [n, d_hidden] → logits [n, vocab].
     pub fn logits(&self, h: Tensor<2>) -> Tensor<2> {
+        let (w, b) = self.output_layer();
+        h.matmul(w) + b.unsqueeze_dim(0)
+    }
+
+    /// The output layer: weight [d_hidden, vocab] (the embedding's transpose when tied), bias [vocab].
+    pub fn output_layer(&self) -> (Tensor<2>, Tensor<1>) {
         match (&self.output, &self.tied_bias) {
-            (Some(out), _) => out.forward(h),
-            (None, Some(b)) => {
-                h.matmul(self.embedding.weight.val().transpose()) + b.val().unsqueeze_dim(0)
+            (Some(out), _) => {
+                let w = out.weight.val();
+                let b = match &out.bias {
+                    Some(b) => b.val(),
+                    None => Tensor::zeros([w.dims()[1]], &w.device()),
+                };
+                (w, b)
             }
+            (None, Some(b)) => (self.embedding.weight.val().transpose(), b.val()),
             (None, None) => unreachable!("a model has an output layer or a tied bias"),
         }
     }
@@ -190,12 +280,57 @@ impl LanguageModel {
         targets: Tensor<2, Int>,
         state: LmState,
     ) -> (Tensor<1>, LmState) {
+        let ops = Ops::for_device(&tokens.device());
+        self.loss_with(tokens, targets, state, ops)
+    }
+
+    /// [`LanguageModel::loss`] with the implementation chosen by the caller.
+    pub fn loss_with(
+        &self,
+        tokens: Tensor<2, Int>,
+        targets: Tensor<2, Int>,
+        state: LmState,
+        ops: Ops,
+    ) -> (Tensor<1>, LmState) {
         let [batch, time] = tokens.dims();
-        let (h, state) = self.hidden(tokens, state);
-        let logits = self.logits(h.reshape([batch * time, self.d_hidden]));
-        let logp = log_softmax(logits, 1);
-        let picked = logp.gather(1, targets.reshape([batch * time, 1]));
-        (picked.mean().neg(), state)
+        let (h, state) = self.hidden_with(tokens, state, ops);
+        let h = h.reshape([batch * time, self.d_hidden]);
+        let loss = match ops {
+            Ops::Fused => {
+                let (w, b) = self.output_layer();
+                crate::fused::softmax_cross_entropy(h, w, b, targets.reshape([batch * time]))
+            }
+            Ops::Composed => {
+                let logp = log_softmax(self.logits(h), 1);
+                let picked = logp.gather(1, targets.reshape([batch * time, 1]));
+                picked.mean().neg()
+            }
+        };
+        (loss, state)
+    }
+}
+
+impl LanguageModel {
+    /// [`LanguageModel::loss`] with the sampled softmax of [`crate::fused::sampled`] in place of
+    /// the full one (training only; flex only, see [`crate::fused::available`]).
+    pub fn loss_sampled(
+        &self,
+        tokens: Tensor<2, Int>,
+        targets: Tensor<2, Int>,
+        state: LmState,
+        negatives: &crate::fused::Negatives,
+    ) -> (Tensor<1>, LmState) {
+        let [batch, time] = tokens.dims();
+        let (h, state) = self.hidden_with(tokens, state, Ops::Fused);
+        let (w, b) = self.output_layer();
+        let loss = crate::fused::sampled_softmax_cross_entropy(
+            h.reshape([batch * time, self.d_hidden]),
+            w,
+            b,
+            targets.reshape([batch * time]),
+            negatives,
+        );
+        (loss, state)
     }
 }
 

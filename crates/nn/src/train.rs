@@ -21,9 +21,11 @@ use fastsoftmax_infer::Vocab;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::{Deserialize, Serialize};
 
-use crate::config::ExperimentConfig;
+use crate::config::{ExperimentConfig, TrainingSoftmax};
+use crate::fused::Sampler;
 use crate::lm::{ids_tensor, LanguageModel};
 use crate::{export, Error, Result};
+use std::sync::Arc;
 
 /// Where the data is and what to do besides the config.
 #[derive(Debug, Clone)]
@@ -36,6 +38,10 @@ pub struct TrainOptions {
     pub resume: bool,
     /// Stop each epoch after this many windows (quick runs and tests).
     pub max_windows: Option<usize>,
+    /// Stop training once this much time has been spent on it (this invocation's training
+    /// windows; validation excluded). The epoch in progress ends early and is validated and
+    /// checkpointed like any other.
+    pub budget: Option<std::time::Duration>,
     pub progress: bool,
     /// Recorded in `command.txt`.
     pub command: String,
@@ -50,6 +56,45 @@ pub struct EpochRecord {
     pub valid_ppl: f64,
     pub seconds: f64,
     pub tokens_per_s: f64,
+    /// Where the epoch's training time went (absent in runs from before it was recorded).
+    #[serde(default)]
+    pub phases: Phases,
+}
+
+/// Seconds of an epoch's training spent in each phase of a window.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Phases {
+    /// Embedding, recurrent layers and loss, building the autodiff graph.
+    pub forward_s: f64,
+    /// burn's backward pass over that graph (the fused ops' hand-written backwards inside).
+    pub backward_s: f64,
+    /// The global gradient norm for clipping.
+    pub clip_s: f64,
+    /// The SGD update of every parameter.
+    pub step_s: f64,
+}
+
+impl Phases {
+    /// `forward 41% · backward 49% · clip 4% · step 6%`
+    pub fn summary(&self) -> String {
+        let total = self.forward_s + self.backward_s + self.clip_s + self.step_s;
+        let pct = |x: f64| 100.0 * x / total.max(f64::MIN_POSITIVE);
+        format!(
+            "forward {:.0}% · backward {:.0}% · clip {:.0}% · step {:.0}%",
+            pct(self.forward_s),
+            pct(self.backward_s),
+            pct(self.clip_s),
+            pct(self.step_s)
+        )
+    }
+}
+
+/// Seconds since `clock`, which moves to now.
+fn lap(clock: &mut Instant) -> f64 {
+    let now = Instant::now();
+    let s = now.duration_since(*clock).as_secs_f64();
+    *clock = now;
+    s
 }
 
 /// What `--resume` needs, saved beside `checkpoint.bpk`.
@@ -78,8 +123,24 @@ const BEST: &str = "best.bpk";
 
 /// Trains (or resumes) and returns the final metrics. The best model is exported to `opts.out`.
 pub fn train(cfg: &ExperimentConfig, opts: &TrainOptions, device: &Device) -> Result<Metrics> {
-    let vocab = fastsoftmax_data::corpus::vocab_of_file(&opts.train)?;
+    let vocab =
+        fastsoftmax_data::corpus::vocab_of_file_min_count(&opts.train, cfg.train.min_count)?;
     let train_ids = fastsoftmax_data::corpus::read_tokens(&opts.train, &vocab)?;
+    let sampler = match cfg.train.softmax {
+        TrainingSoftmax::Full => None,
+        TrainingSoftmax::Sampled { power, .. } => {
+            if !crate::fused::available(device) {
+                return Err(Error::Invalid(
+                    "train.softmax sampled runs on the flex backend; drop --backend or use kind full".into(),
+                ));
+            }
+            let mut counts = vec![0u64; vocab.len()];
+            for &id in &train_ids {
+                counts[id as usize] += 1;
+            }
+            Some(Arc::new(Sampler::new(&counts, power)))
+        }
+    };
     let valid_ids = fastsoftmax_data::corpus::read_tokens(&opts.valid, &vocab)?;
     let t = &cfg.train;
     let streams = Streams::new(&train_ids, t.batch_size).ok_or_else(|| {
@@ -134,7 +195,15 @@ pub fn train(cfg: &ExperimentConfig, opts: &TrainOptions, device: &Device) -> Re
     write_text(&out("command.txt"), &format!("{earlier}{}\n", opts.command))?;
 
     let mut optim = SgdConfig::new().init();
+    let mut trained = std::time::Duration::ZERO;
     for epoch in state.epochs_done + 1..=t.epochs {
+        if opts.budget.is_some_and(|b| trained >= b) {
+            eprintln!(
+                "time budget spent after {:.0} s of training",
+                trained.as_secs_f64()
+            );
+            break;
+        }
         device.seed(t.seed.wrapping_add(epoch as u64));
         let started = Instant::now();
         let n_windows = streams
@@ -147,13 +216,29 @@ pub fn train(cfg: &ExperimentConfig, opts: &TrainOptions, device: &Device) -> Re
         );
         let mut lstate = model.initial_state(t.batch_size, device);
         let (mut loss_sum, mut tokens) = (0.0f64, 0usize);
-        for w in streams.windows(t.bptt).take(n_windows) {
+        let mut phases = Phases::default();
+        for (i, w) in streams.windows(t.bptt).take(n_windows).enumerate() {
+            if opts
+                .budget
+                .is_some_and(|b| trained + started.elapsed() >= b)
+            {
+                break;
+            }
             let x = ids_tensor(&w.inputs, w.batch_size, w.len, device);
             let y = ids_tensor(&w.targets, w.batch_size, w.len, device);
-            let (loss, next) = model.loss(x, y, lstate);
+            let mut clock = Instant::now();
+            let (loss, next) = match (&sampler, t.softmax) {
+                (Some(sampler), TrainingSoftmax::Sampled { samples, .. }) => {
+                    let seed = t.seed ^ ((epoch as u64) << 40) ^ i as u64;
+                    model.loss_sampled(x, y, lstate, &sampler.draw(samples, seed))
+                }
+                _ => model.loss(x, y, lstate),
+            };
             lstate = next.detach();
+            phases.forward_s += lap(&mut clock);
             let grads = GradientsParams::from_grads(loss.backward(), &model);
             let loss = loss.into_scalar::<f32>() as f64;
+            phases.backward_s += lap(&mut clock);
             if !loss.is_finite() {
                 return Err(Error::Invalid(format!(
                     "training diverged in epoch {epoch} (loss {loss}); lower train.lr or train.clip_norm in the config"
@@ -166,7 +251,9 @@ pub fn train(cfg: &ExperimentConfig, opts: &TrainOptions, device: &Device) -> Re
             } else {
                 1.0
             };
+            phases.clip_s += lap(&mut clock);
             model = optim.step(state.lr * scale, model, grads);
+            phases.step_s += lap(&mut clock);
             loss_sum += loss * (w.batch_size * w.len) as f64;
             tokens += w.batch_size * w.len;
             bar.inc(1);
@@ -178,7 +265,11 @@ pub fn train(cfg: &ExperimentConfig, opts: &TrainOptions, device: &Device) -> Re
             ));
         }
         bar.finish_and_clear();
+        trained += started.elapsed();
         let seconds = started.elapsed().as_secs_f64();
+        if tokens == 0 {
+            break; // the budget ran out before this epoch began
+        }
         let valid_ppl = perplexity(&model.valid(), &valid_ids, device.clone(), 10, t.bptt);
         let record = EpochRecord {
             epoch,
@@ -187,10 +278,17 @@ pub fn train(cfg: &ExperimentConfig, opts: &TrainOptions, device: &Device) -> Re
             valid_ppl,
             seconds,
             tokens_per_s: tokens as f64 / seconds,
+            phases,
         };
         let line = format!(
-            "epoch {epoch:>3} | lr {:.4} | train ppl {:8.2} | valid ppl {:8.2} | {:.0} s | {:.0} tok/s",
-            record.lr, record.train_ppl, record.valid_ppl, record.seconds, record.tokens_per_s
+            "epoch {epoch:>3} | lr {:.4} | train ppl {:8.2}{} | valid ppl {:8.2} | {:.0} s | {:.0} tok/s | {}",
+            record.lr,
+            record.train_ppl,
+            if sampler.is_some() { " (sampled loss)" } else { "" },
+            record.valid_ppl,
+            record.seconds,
+            record.tokens_per_s,
+            phases.summary()
         );
         eprintln!("{line}");
         append_line(&out("train.log"), &line)?;
@@ -218,6 +316,11 @@ pub fn train(cfg: &ExperimentConfig, opts: &TrainOptions, device: &Device) -> Re
         )?;
     }
 
+    if state.history.is_empty() {
+        return Err(Error::Invalid(
+            "the time budget (--budget-minutes) ran out before the first window was trained; give it more time".into(),
+        ));
+    }
     let best = load_module(cfg.model.init(vocab.len(), device), &out(BEST))?.valid();
     export::export(&best, &vocab, &opts.out)?;
     let test_ppl = match &opts.test {
@@ -302,24 +405,22 @@ fn load_module(model: LanguageModel, path: &Path) -> Result<LanguageModel> {
 fn global_grad_norm(model: &LanguageModel, grads: &GradientsParams) -> f64 {
     struct SumSquares<'a> {
         grads: &'a GradientsParams,
-        total: Option<Tensor<1>>,
+        total: f64,
     }
     impl ModuleVisitor for SumSquares<'_> {
         fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
             if let Some(g) = self.grads.get::<D>(param.id) {
-                let s = (g.clone() * g).sum();
-                self.total = Some(match self.total.take() {
-                    Some(t) => t + s,
-                    None => s,
-                });
+                self.total += if crate::fused::available(&g.device()) {
+                    crate::fused::sum_of_squares(g)
+                } else {
+                    (g.clone() * g).sum().into_scalar::<f64>()
+                };
             }
         }
     }
-    let mut v = SumSquares { grads, total: None };
+    let mut v = SumSquares { grads, total: 0.0 };
     model.visit(&mut v);
-    v.total
-        .map(|t| (t.into_scalar::<f32>() as f64).sqrt())
-        .unwrap_or(0.0)
+    v.total.sqrt()
 }
 
 /// Perplexity of `ids` under `model` (no autodiff), read as `streams` parallel streams.

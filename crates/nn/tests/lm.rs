@@ -105,6 +105,8 @@ fn train_config(epochs: usize) -> ExperimentConfig {
             bptt: 8,
             clip_norm: 5.0,
             seed: 3,
+            min_count: 1,
+            softmax: Default::default(),
         },
     }
 }
@@ -117,6 +119,7 @@ fn options(dir: &Path, train: &Path, valid: &Path, resume: bool) -> TrainOptions
         out: dir.join("run"),
         resume,
         max_windows: None,
+        budget: None,
         progress: false,
         command: "test".into(),
     }
@@ -189,6 +192,55 @@ fn training_learns_checkpoints_and_resumes() {
     }
     let best = engine.full_head().top_k(state.context(), 1).unwrap();
     assert_eq!(engine.vocab().word(best[0].id), "mat");
+}
+
+/// Sampled-softmax training learns too (judged by the exact full-softmax perplexity), the
+/// vocabulary keeps only words seen `min_count` times, and the time budget stops a run.
+#[test]
+fn sampled_softmax_min_count_and_budget() {
+    let _seeded = SEEDED.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let (tr, va) = write_corpus(dir.path());
+    // One rare word, seen once: min_count 2 leaves it out of the vocabulary.
+    let mut text = std::fs::read_to_string(&tr).unwrap();
+    text.push_str("the zebra sat\n");
+    std::fs::write(&tr, text).unwrap();
+    let device = Device::flex().autodiff();
+    let mut cfg = train_config(2);
+    cfg.train.min_count = 2;
+    cfg.train.softmax = fastsoftmax_nn::TrainingSoftmax::Sampled {
+        samples: 8,
+        power: 0.75,
+    };
+    let m = train(&cfg, &options(dir.path(), &tr, &va, false), &device).unwrap();
+    assert!(
+        m.epochs[1].valid_ppl < m.epochs[0].valid_ppl,
+        "{:?}",
+        m.epochs
+    );
+    assert!(m.epochs[1].valid_ppl < 6.0, "{:?}", m.epochs);
+    let engine = Engine::load(&dir.path().join("run")).unwrap();
+    assert_eq!(engine.vocab().get("zebra"), None);
+    assert!(engine.vocab().get("cat").is_some());
+    let log = std::fs::read_to_string(dir.path().join("run/train.log")).unwrap();
+    assert!(log.contains("(sampled loss)"), "{log}");
+
+    // A budget too small for one window ends the run before its first epoch completes.
+    let mut opts = options(dir.path(), &tr, &va, false);
+    opts.out = dir.path().join("budget");
+    opts.budget = Some(std::time::Duration::from_nanos(1));
+    let err = train(&train_config(3), &opts, &device).unwrap_err();
+    assert!(err.to_string().contains("budget"), "{err}");
+
+    // Sampled softmax needs the fused ops' backend.
+    #[cfg(feature = "ndarray")]
+    {
+        let mut opts = options(dir.path(), &tr, &va, false);
+        opts.out = dir.path().join("ndarray");
+        #[allow(deprecated)]
+        let err = train(&cfg, &opts, &Device::ndarray().autodiff()).unwrap_err();
+        assert!(err.to_string().contains("flex"), "{err}");
+    }
 }
 
 #[test]

@@ -1,0 +1,249 @@
+//! The output layer and its softmax cross-entropy as one op: `logits = h·W + b`, row n's loss is
+//! `logsumexp(logits_n) − logits_n[y_n]`.
+//!
+//! The forward writes `exp(logit − row max)` into one `[N, V]` matrix and keeps each row's
+//! `1/Σ`; the normalisation and the backward's scale ride in the small operands of the
+//! backward's products (`diag(s)·h`, and a row scale of `dh`), so the big matrix is written
+//! once and read by the products, never scaled in a pass of its own. burn's chain of max, sub,
+//! exp, sum, log, gather and their gradients, each allocating `[N, V]`, is gone.
+//!
+//! (Measured and dropped: cutting the vocabulary into one block per thread with
+//! single-threaded products — a core's full speed on each block — was no faster on 2 cores
+//! than `gemm`'s own split: 31.9 ms forward + backward both ways.)
+
+use fastsoftmax_infer::exp_nonpositive;
+use rayon::prelude::*;
+
+use super::gemm::{matmul, MatRef};
+use super::simd::multiversion;
+
+/// What the backward needs from the forward.
+#[derive(Clone)]
+pub struct Tape {
+    /// `[N, V]`: `exp(logit − row max)`.
+    exps: Vec<f32>,
+    /// `[N]`: `1 / Σ_row exps`, which turns a row of `exps` into probabilities.
+    inv_sums: Vec<f32>,
+}
+
+/// Forward. `h [N, H]`, `w [H, V]`, `b [V]`, `targets [N]` (each `< V`). Returns the summed
+/// loss (f64) and the tape.
+pub fn forward(h: MatRef, w: MatRef, b: &[f32], targets: &[u32]) -> (f64, Tape) {
+    check(h, w, b, targets);
+    let (n, v) = (h.rows, w.cols);
+    let mut exps = spare_buffer(n * v);
+    exps.par_chunks_mut(v)
+        .for_each(|row| row.copy_from_slice(b));
+    matmul(&mut exps, v, h, w, true);
+    let mut inv_sums = vec![0.0f32; n];
+    let mut losses = vec![0.0f64; n];
+    exps.par_chunks_mut(v)
+        .zip(inv_sums.par_iter_mut().zip(losses.par_iter_mut()))
+        .zip(targets.par_iter())
+        .for_each(|((row, (inv, loss)), &y)| {
+            let target = row[y as usize];
+            let (max, sum) = exp_in_place(row);
+            *inv = (1.0 / sum) as f32;
+            *loss = max as f64 + sum.ln() - target as f64;
+        });
+    // Summed in row order, so that a run repeats exactly whatever the threads did.
+    (losses.iter().sum(), Tape { exps, inv_sums })
+}
+
+/// Backward with each row's loss gradient `scale` (`1/N` times the incoming gradient for a
+/// mean). Returns `(dh [N, H], dw [H, V], db [V])`.
+pub fn backward(
+    scale: f32,
+    h: MatRef,
+    w: MatRef,
+    targets: &[u32],
+    tape: Tape,
+) -> (Vec<f32>, Vec<f32>, Vec<f32>) {
+    let (n, d, v) = (h.rows, h.cols, w.cols);
+    let Tape { mut exps, inv_sums } = tape;
+    // dlogits = diag(s)·(exps − onehot/inv_sum) with s = scale·inv_sum: the onehot goes into
+    // `exps` (divided by the factor that multiplies it back), the diagonal into small operands.
+    for (r, &y) in targets.iter().enumerate() {
+        exps[r * v + y as usize] -= 1.0 / inv_sums[r];
+    }
+    let s: Vec<f32> = inv_sums.iter().map(|x| x * scale).collect();
+    let e = MatRef::rows(&exps, n, v);
+    let mut h_scaled = vec![0.0f32; n * d];
+    for (r, row) in h_scaled.chunks_exact_mut(d).enumerate() {
+        for (i, x) in row.iter_mut().enumerate() {
+            *x = h.data[h.offset + r * h.rs + i * h.cs] * s[r];
+        }
+    }
+    let mut dw = vec![0.0f32; d * v];
+    matmul(&mut dw, v, MatRef::rows(&h_scaled, n, d).t(), e, false);
+    let mut dh = vec![0.0f32; n * d];
+    matmul(&mut dh, d, e, w.t(), false);
+    for (row, s) in dh.chunks_exact_mut(d).zip(&s) {
+        row.iter_mut().for_each(|x| *x *= s);
+    }
+    let db = weighted_column_sums(&exps, v, &s);
+    recycle(exps);
+    (dh, dw, db)
+}
+
+/// `Σ_r weights[r] · m[r, :]` of a row-major matrix with `cols` columns, split over threads by
+/// columns.
+fn weighted_column_sums(m: &[f32], cols: usize, weights: &[f32]) -> Vec<f32> {
+    let mut sums = vec![0.0; cols];
+    let block = cols.div_ceil(rayon::current_num_threads().max(1)).max(1);
+    sums.par_chunks_mut(block).enumerate().for_each(|(i, out)| {
+        for (row, &wgt) in m.chunks_exact(cols).zip(weights) {
+            for (a, &x) in out.iter_mut().zip(&row[i * block..]) {
+                *a += wgt * x;
+            }
+        }
+    });
+    sums
+}
+
+/// The `[N, V]` matrix is tens of megabytes; a fresh one per window costs a page fault per
+/// 4 KiB. The last one is kept here and reused.
+static SPARE: std::sync::Mutex<Vec<f32>> = std::sync::Mutex::new(Vec::new());
+
+fn spare_buffer(len: usize) -> Vec<f32> {
+    let mut buf = std::mem::take(&mut *SPARE.lock().unwrap_or_else(|e| e.into_inner()));
+    buf.clear();
+    buf.resize(len, 0.0);
+    buf
+}
+
+/// Hands the matrix back for the next window (the forward without a backward calls this).
+pub fn recycle(buf: Vec<f32>) {
+    *SPARE.lock().unwrap_or_else(|e| e.into_inner()) = buf;
+}
+
+impl Tape {
+    /// Gives the tape's buffer back for the next window.
+    pub fn recycle(self) {
+        recycle(self.exps);
+    }
+}
+
+multiversion!(fn exp_in_place(row: &mut [f32]) -> (f32, f64) = exp_in_place_body);
+
+/// Replaces `row` by `exp(row − max)` and returns `(max, Σ)`; `(NaN, NaN)` when a value is
+/// NaN or the max is not finite.
+#[inline(always)]
+fn exp_in_place_body(row: &mut [f32]) -> (f32, f64) {
+    let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    // exp_nonpositive reads NaN as a large negative number: look for it explicitly.
+    let nan = row.iter().fold(false, |acc, x| acc | x.is_nan());
+    if nan || !max.is_finite() {
+        return (f32::NAN, f64::NAN);
+    }
+    // 16 lanes summed separately so the loop vectorises; the lanes are added in f64.
+    let mut lanes = [0.0f32; 16];
+    let mut chunks = row.chunks_exact_mut(16);
+    for c in &mut chunks {
+        for (a, x) in lanes.iter_mut().zip(c.iter_mut()) {
+            *x = exp_nonpositive(*x - max);
+            *a += *x;
+        }
+    }
+    let mut sum: f64 = lanes.iter().map(|&a| a as f64).sum();
+    for x in chunks.into_remainder() {
+        *x = exp_nonpositive(*x - max);
+        sum += *x as f64;
+    }
+    (max, sum)
+}
+
+fn check(h: MatRef, w: MatRef, b: &[f32], targets: &[u32]) {
+    assert_eq!(
+        h.cols, w.rows,
+        "h [N, {}] and W [{}, V] disagree",
+        h.cols, w.rows
+    );
+    assert_eq!(b.len(), w.cols, "bias must be [V] = [{}]", w.cols);
+    assert_eq!(targets.len(), h.rows, "one target per row of h");
+    if let Some(&bad) = targets.iter().find(|&&y| y as usize >= w.cols) {
+        panic!(
+            "target id {bad} is outside the vocabulary of {} words",
+            w.cols
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use fastsoftmax_infer::kernels::seeded_values;
+
+    #[test]
+    fn loss_and_gradients_match_the_definition() {
+        let (n, d, v) = (3, 4, 37);
+        let h = seeded_values(n * d, 1);
+        let w = seeded_values(d * v, 2);
+        let b = seeded_values(v, 3);
+        let y = [0u32, 36, 17];
+        let logits = |h: &[f32], w: &[f32], b: &[f32]| -> Vec<f64> {
+            (0..n * v)
+                .map(|i| {
+                    let (r, c) = (i / v, i % v);
+                    b[c] as f64
+                        + (0..d)
+                            .map(|k| (h[r * d + k] * w[k * v + c]) as f64)
+                            .sum::<f64>()
+                })
+                .collect()
+        };
+        let loss_of = |h: &[f32], w: &[f32], b: &[f32]| -> f64 {
+            let l = logits(h, w, b);
+            (0..n)
+                .map(|r| {
+                    let row = &l[r * v..(r + 1) * v];
+                    let m = row.iter().cloned().fold(f64::MIN, f64::max);
+                    m + row.iter().map(|x| (x - m).exp()).sum::<f64>().ln() - row[y[r] as usize]
+                })
+                .sum()
+        };
+        let (hm, wm) = (MatRef::rows(&h, n, d), MatRef::rows(&w, d, v));
+        {
+            let (loss, tape) = forward(hm, wm, &b, &y);
+            assert!((loss - loss_of(&h, &w, &b)).abs() < 1e-4);
+            let (dh, dw, db) = backward(1.0, hm, wm, &y, tape);
+            // Central differences in f64 arithmetic on the f32 inputs.
+            let eps = 1e-2;
+            let numeric = |f: &dyn Fn(f32) -> f64| (f(eps) - f(-eps)) / (2.0 * eps as f64);
+            for k in [0, 5, 11] {
+                let g = numeric(&|e| {
+                    let mut h2 = h.clone();
+                    h2[k] += e;
+                    loss_of(&h2, &w, &b)
+                });
+                assert!((dh[k] as f64 - g).abs() < 1e-3, "dh[{k}] {} vs {g}", dh[k]);
+            }
+            for k in [0, 40, 147] {
+                let g = numeric(&|e| {
+                    let mut w2 = w.clone();
+                    w2[k] += e;
+                    loss_of(&h, &w2, &b)
+                });
+                assert!((dw[k] as f64 - g).abs() < 1e-3, "dw[{k}] {} vs {g}", dw[k]);
+            }
+            for k in [0, 17, 36] {
+                let g = numeric(&|e| {
+                    let mut b2 = b.clone();
+                    b2[k] += e;
+                    loss_of(&h, &w, &b2)
+                });
+                assert!((db[k] as f64 - g).abs() < 1e-3, "db[{k}] {} vs {g}", db[k]);
+            }
+        }
+    }
+
+    #[test]
+    fn non_finite_logits_give_a_non_finite_loss() {
+        let h = [1.0, 1.0];
+        let w = [1.0, 2.0, 3.0, 4.0];
+        for bias in [[f32::NAN, 0.0], [0.0, f32::NAN], [f32::INFINITY, 0.0]] {
+            let (loss, _) = forward(MatRef::rows(&h, 1, 2), MatRef::rows(&w, 2, 2), &bias, &[1]);
+            assert!(!loss.is_finite(), "bias {bias:?}");
+        }
+    }
+}
