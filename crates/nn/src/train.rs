@@ -11,6 +11,7 @@
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Instant;
 
 use burn::module::{Module, ModuleVisitor, Param};
@@ -25,7 +26,6 @@ use crate::config::{ExperimentConfig, TrainingSoftmax};
 use crate::fused::Sampler;
 use crate::lm::{ids_tensor, LanguageModel};
 use crate::{export, Error, Result};
-use std::sync::Arc;
 
 /// Where the data is and what to do besides the config.
 #[derive(Debug, Clone)]
@@ -126,19 +126,26 @@ pub fn train(cfg: &ExperimentConfig, opts: &TrainOptions, device: &Device) -> Re
     let vocab =
         fastsoftmax_data::corpus::vocab_of_file_min_count(&opts.train, cfg.train.min_count)?;
     let train_ids = fastsoftmax_data::corpus::read_tokens(&opts.train, &vocab)?;
+    // The sampled softmax's proposal (unigram counts of the training text) and its sample size.
     let sampler = match cfg.train.softmax {
         TrainingSoftmax::Full => None,
-        TrainingSoftmax::Sampled { power, .. } => {
+        TrainingSoftmax::Sampled { samples, power } => {
             if !crate::fused::available(device) {
                 return Err(Error::Invalid(
                     "train.softmax sampled runs on the flex backend; drop --backend or use kind full".into(),
                 ));
             }
+            if samples >= vocab.len() {
+                return Err(Error::Invalid(format!(
+                    "train.softmax samples ({samples}) must be smaller than the vocabulary ({} words); use kind full for a vocabulary this small",
+                    vocab.len()
+                )));
+            }
             let mut counts = vec![0u64; vocab.len()];
             for &id in &train_ids {
                 counts[id as usize] += 1;
             }
-            Some(Arc::new(Sampler::new(&counts, power)))
+            Some((Arc::new(Sampler::new(&counts, power)), samples))
         }
     };
     let valid_ids = fastsoftmax_data::corpus::read_tokens(&opts.valid, &vocab)?;
@@ -227,12 +234,13 @@ pub fn train(cfg: &ExperimentConfig, opts: &TrainOptions, device: &Device) -> Re
             let x = ids_tensor(&w.inputs, w.batch_size, w.len, device);
             let y = ids_tensor(&w.targets, w.batch_size, w.len, device);
             let mut clock = Instant::now();
-            let (loss, next) = match (&sampler, t.softmax) {
-                (Some(sampler), TrainingSoftmax::Sampled { samples, .. }) => {
+            let (loss, next) = match &sampler {
+                Some((sampler, samples)) => {
+                    // Negatives drawn afresh per window, seeded by (seed, epoch, window).
                     let seed = t.seed ^ ((epoch as u64) << 40) ^ i as u64;
-                    model.loss_sampled(x, y, lstate, &sampler.draw(samples, seed))
+                    model.loss_sampled(x, y, lstate, &sampler.draw(*samples, seed))
                 }
-                _ => model.loss(x, y, lstate),
+                None => model.loss(x, y, lstate),
             };
             lstate = next.detach();
             phases.forward_s += lap(&mut clock);

@@ -61,57 +61,6 @@ const PARALLEL_MIN: usize = 1 << 22;
 /// `c = a · b` (or `c += a · b` when `accumulate`), `c` row-major with `ldc` values per row.
 /// Large products use up to `rayon::current_num_threads()` threads.
 pub fn matmul(c: &mut [f32], ldc: usize, a: MatRef, b: MatRef, accumulate: bool) {
-    product(c, ldc, a, b, accumulate, 1.0)
-}
-
-/// `c = scale · a · b`: the scale rides in the product's kernel instead of a pass over `a`.
-pub fn matmul_scaled(c: &mut [f32], ldc: usize, a: MatRef, b: MatRef, scale: f32) {
-    product(c, ldc, a, b, false, scale)
-}
-
-fn product(c: &mut [f32], ldc: usize, a: MatRef, b: MatRef, accumulate: bool, scale: f32) {
-    product_on(
-        c,
-        ldc,
-        a,
-        b,
-        accumulate,
-        scale,
-        rayon::current_num_threads(),
-    )
-}
-
-fn product_on(
-    c: &mut [f32],
-    ldc: usize,
-    a: MatRef,
-    b: MatRef,
-    accumulate: bool,
-    scale: f32,
-    threads: usize,
-) {
-    let (m, n) = (a.rows, b.cols);
-    assert!(
-        m == 0 || n == 0 || (ldc >= n && (m - 1) * ldc + n <= c.len()),
-        "matmul: output of {} values cannot hold [{m}, {n}] with row stride {ldc}",
-        c.len()
-    );
-    // SAFETY: `c` is borrowed mutably and holds the output region (checked above).
-    unsafe { product_raw(c.as_mut_ptr(), ldc, a, b, accumulate, scale, threads) }
-}
-
-/// # Safety
-/// `c` must be valid for writes at `c + i·ldc + j` for every `i < a.rows`, `j < b.cols`, and
-/// nothing else may access those values during the call.
-unsafe fn product_raw(
-    c: *mut f32,
-    ldc: usize,
-    a: MatRef,
-    b: MatRef,
-    accumulate: bool,
-    scale: f32,
-    threads: usize,
-) {
     let (m, k, n) = (a.rows, a.cols, b.cols);
     assert_eq!(
         b.rows, k,
@@ -124,31 +73,32 @@ unsafe fn product_raw(
         return;
     }
     assert!(
-        ldc >= n,
-        "matmul: row stride {ldc} is shorter than a row of {n}"
+        ldc >= n && (m - 1) * ldc + n <= c.len(),
+        "matmul: output of {} values cannot hold [{m}, {n}] with row stride {ldc}",
+        c.len()
     );
     if k == 0 {
         if !accumulate {
-            for i in 0..m {
-                // SAFETY: inside the output region the caller vouches for.
-                unsafe { std::ptr::write_bytes(c.add(i * ldc), 0, n) };
+            for row in c.chunks_mut(ldc).take(m) {
+                row[..n].fill(0.0);
             }
         }
         return;
     }
+    let threads = rayon::current_num_threads();
     let parallelism = if threads > 1 && m * n * k >= PARALLEL_MIN {
         gemm::Parallelism::Rayon(threads)
     } else {
         gemm::Parallelism::None
     };
-    // SAFETY: the input views were bounds-checked above and are only read; the output region
-    // is the caller's to write.
+    // SAFETY: all three views were bounds-checked above, `c` is borrowed mutably and the inputs
+    // immutably, so they cannot overlap.
     unsafe {
         gemm::gemm(
             m,
             n,
             k,
-            c,
+            c.as_mut_ptr(),
             1,
             ldc as isize,
             accumulate,
@@ -159,7 +109,7 @@ unsafe fn product_raw(
             b.cs as isize,
             b.rs as isize,
             1.0,
-            scale,
+            1.0,
             false,
             false,
             false,

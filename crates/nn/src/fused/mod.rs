@@ -18,11 +18,13 @@
 //! - [`recurrent`]: the LSTM/GRU window kernels.
 //! - [`xent`]: the output layer + softmax cross-entropy kernels.
 //! - [`sampled`]: the sampled softmax (large-vocabulary training) kernels.
+//! - [`vector`]: the element-wise and reduction loops they share.
 
 pub mod gemm;
 pub mod recurrent;
 pub mod sampled;
 mod simd;
+pub mod vector;
 pub mod xent;
 
 use burn::backend::autodiff::checkpoint::base::Checkpointer;
@@ -218,8 +220,8 @@ impl FusedOps for Flex {
         let x = dense(&x);
         // Fixed chunks summed in order: the same bits whatever the threads did.
         let partial: Vec<f64> = slice(&x)
-            .par_chunks(1 << 16)
-            .map(|c| c.iter().map(|&v| (v as f64) * (v as f64)).sum::<f64>())
+            .par_chunks(1 << 14)
+            .map(vector::sum_of_squares_f32)
             .collect();
         let sum: f64 = partial.iter().sum();
         tensor(vec![sum as f32], &[1])

@@ -17,9 +17,8 @@ use std::sync::Arc;
 use rand::{Rng, SeedableRng};
 use rayon::prelude::*;
 
-use super::gemm::{matmul, matmul_scaled, MatRef};
-use super::recurrent::column_sums;
-use fastsoftmax_infer::exp_nonpositive;
+use super::gemm::{matmul, MatRef};
+use super::vector::{exp_in_place, rows_scaled, weighted_column_sums};
 
 /// The proposal distribution `Q(w) ∝ count(w)^power` over the vocabulary, with its cumulative
 /// sums for drawing.
@@ -62,14 +61,17 @@ impl Sampler {
         self.q.len()
     }
 
-    /// Draws until `n` distinct words are in hand (`n` is capped at the vocabulary size).
+    /// Draws until `n` distinct words are in hand (`n` is capped at the vocabulary size), or
+    /// until `64·n` draws (rare words can take very long to come up; the expected counts
+    /// account for however many draws were made).
     pub fn draw(self: &Arc<Self>, n: usize, seed: u64) -> Negatives {
         let n = n.min(self.q.len());
+        let max_tries = 64 * n as u64;
         let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
         let mut seen = std::collections::HashSet::with_capacity(2 * n);
         let mut ids = Vec::with_capacity(n);
         let mut tries = 0u64;
-        while ids.len() < n {
+        while ids.len() < n && tries < max_tries {
             let u: f64 = rng.random::<f64>() * self.cumulative[self.cumulative.len() - 1];
             let w = self
                 .cumulative
@@ -101,8 +103,10 @@ pub struct Tape {
     w_neg: Vec<f32>,
     /// `[N, H]`: each row's target column.
     w_target: Vec<f32>,
-    /// `[N, S]`: the softmax over the sampled logits (0 at accidental hits).
-    p_neg: Vec<f32>,
+    /// `[N, S]`: `exp(sampled logit − row's max over the sampled)`, 0 at accidental hits.
+    e_neg: Vec<f32>,
+    /// `[N]`: what turns a row of `e_neg` into probabilities.
+    factor: Vec<f32>,
     /// `[N]`: the softmax's probability of the target.
     p_target: Vec<f32>,
 }
@@ -127,45 +131,50 @@ pub fn forward(h: MatRef, w: MatRef, b: &[f32], targets: &[u32], neg: &Negatives
     let log_e = |id: u32| neg.sampler.log_expected(id, neg.tries);
     // Sampled logits [N, S]: bias and correction first, then the product accumulated on top.
     let neg_offset: Vec<f32> = neg.ids.iter().map(|&j| b[j as usize] - log_e(j)).collect();
-    let mut p_neg = Vec::with_capacity(n * s);
+    let mut e_neg = Vec::with_capacity(n * s);
     for _ in 0..n {
-        p_neg.extend_from_slice(&neg_offset);
+        e_neg.extend_from_slice(&neg_offset);
     }
-    matmul(&mut p_neg, s, h, MatRef::rows(&w_neg, d, s), true);
+    matmul(&mut e_neg, s, h, MatRef::rows(&w_neg, d, s), true);
     let position: HashMap<u32, usize> = neg.ids.iter().enumerate().map(|(k, &j)| (j, k)).collect();
-    // Row r: softmax over (z_t, sampled logits) in place; returns the row's loss.
-    let row_loss = |r: usize, row: &mut [f32], pt: &mut f32| -> f64 {
+    // Row r: exponentials of the sampled logits in place (relative to their max), the target's
+    // logit beside them; fills the row's factor and target probability, returns its loss.
+    let row_loss = |r: usize, row: &mut [f32], factor: &mut f32, pt: &mut f32| -> f64 {
         let y = targets[r];
         let z_t = (0..d)
             .map(|i| h.data[h.offset + r * h.rs + i * h.cs] * w_target[r * d + i])
             .sum::<f32>()
             + b[y as usize]
             - log_e(y);
-        if let Some(&k) = position.get(&y) {
-            row[k] = f32::NEG_INFINITY;
+        let hit = position.get(&y).copied();
+        if let Some(k) = hit {
+            row[k] = f32::MIN; // finite, so the row's max stays finite
         }
-        let m = row.iter().copied().fold(z_t, f32::max);
-        if !m.is_finite() || row.iter().any(|x| x.is_nan()) {
+        let (m_row, mut sum_row) = exp_in_place(row);
+        if sum_row.is_nan() || !z_t.is_finite() {
             return f64::NAN;
         }
-        let e_t = exp_nonpositive(z_t - m) as f64;
-        let mut sum = e_t;
-        for x in row.iter_mut() {
-            *x = exp_nonpositive(*x - m);
-            sum += *x as f64;
+        if let Some(k) = hit {
+            sum_row -= row[k] as f64;
+            row[k] = 0.0;
         }
-        let inv = 1.0 / sum;
-        row.iter_mut().for_each(|x| *x = (*x as f64 * inv) as f32);
-        *pt = (e_t * inv) as f32;
-        m as f64 + sum.ln() - z_t as f64
+        let m = m_row.max(z_t);
+        let row_scale = ((m_row - m) as f64).exp();
+        let e_t = ((z_t - m) as f64).exp();
+        let total = sum_row * row_scale + e_t;
+        *factor = (row_scale / total) as f32;
+        *pt = (e_t / total) as f32;
+        m as f64 + total.ln() - z_t as f64
     };
+    let mut factor = vec![0.0f32; n];
     let mut p_target = vec![0.0f32; n];
     let mut losses = vec![0.0f64; n];
-    p_neg
+    e_neg
         .par_chunks_mut(s.max(1))
-        .zip(p_target.par_iter_mut().zip(losses.par_iter_mut()))
+        .zip(factor.par_iter_mut().zip(p_target.par_iter_mut()))
+        .zip(losses.par_iter_mut())
         .enumerate()
-        .for_each(|(r, (row, (pt, loss)))| *loss = row_loss(r, row, pt));
+        .for_each(|(r, ((row, (f, pt)), loss))| *loss = row_loss(r, row, f, pt));
     // Summed in row order, so that a run repeats exactly whatever the threads did.
     let loss: f64 = losses.iter().sum();
     (
@@ -173,7 +182,8 @@ pub fn forward(h: MatRef, w: MatRef, b: &[f32], targets: &[u32], neg: &Negatives
         Tape {
             w_neg,
             w_target,
-            p_neg,
+            e_neg,
+            factor,
             p_target,
         },
     )
@@ -189,25 +199,34 @@ pub fn backward(
     tape: Tape,
 ) -> (Vec<f32>, Vec<f32>, Vec<f32>) {
     let (n, d, s) = (h.rows, h.cols, neg.ids.len());
-    // d loss / d z_j = p_j for the sampled, p_t − 1 for the target; `scale` rides in the products.
-    let p_neg = MatRef::rows(&tape.p_neg, n, s);
+    // d loss / d z_j = factor·e_j for the sampled, p_t − 1 for the target, all times `scale`:
+    // the row weights ride in the small operands, the big [N, S] matrix is only read.
+    let weights: Vec<f32> = tape.factor.iter().map(|f| f * scale).collect();
     let d_target: Vec<f32> = tape.p_target.iter().map(|p| (p - 1.0) * scale).collect();
+    let e_neg = MatRef::rows(&tape.e_neg, n, s);
     let mut dh = vec![0.0; n * d];
-    matmul_scaled(
+    matmul(
         &mut dh,
         d,
-        p_neg,
+        e_neg,
         MatRef::rows(&tape.w_neg, d, s).t(),
-        scale,
+        false,
     );
     for (r, row) in dh.chunks_exact_mut(d).enumerate() {
         let wt = &tape.w_target[r * d..(r + 1) * d];
         row.iter_mut()
             .zip(wt)
-            .for_each(|(g, &x)| *g += d_target[r] * x);
+            .for_each(|(g, &x)| *g = *g * weights[r] + d_target[r] * x);
     }
+    let h_scaled = rows_scaled(h, &weights);
     let mut dw_neg = vec![0.0; d * s];
-    matmul_scaled(&mut dw_neg, s, h.t(), p_neg, scale);
+    matmul(
+        &mut dw_neg,
+        s,
+        MatRef::rows(&h_scaled, n, d).t(),
+        e_neg,
+        false,
+    );
     // Scatter into the dense [H, V] gradient burn's parameter expects, row by row of W.
     let mut dw = vec![0.0; d * vocab];
     dw.par_chunks_mut(vocab).enumerate().for_each(|(i, row)| {
@@ -219,8 +238,11 @@ pub fn backward(
         }
     });
     let mut db = vec![0.0; vocab];
-    for (k, sum) in column_sums(&tape.p_neg, s).into_iter().enumerate() {
-        db[neg.ids[k] as usize] += sum * scale;
+    for (k, sum) in weighted_column_sums(&tape.e_neg, s, &weights)
+        .into_iter()
+        .enumerate()
+    {
+        db[neg.ids[k] as usize] += sum;
     }
     for (r, &y) in targets.iter().enumerate() {
         db[y as usize] += d_target[r];

@@ -11,11 +11,10 @@
 //! single-threaded products — a core's full speed on each block — was no faster on 2 cores
 //! than `gemm`'s own split: 31.9 ms forward + backward both ways.)
 
-use fastsoftmax_infer::exp_nonpositive;
 use rayon::prelude::*;
 
 use super::gemm::{matmul, MatRef};
-use super::simd::multiversion;
+use super::vector::{exp_in_place, rows_scaled, weighted_column_sums};
 
 /// What the backward needs from the forward.
 #[derive(Clone)]
@@ -68,12 +67,7 @@ pub fn backward(
     }
     let s: Vec<f32> = inv_sums.iter().map(|x| x * scale).collect();
     let e = MatRef::rows(&exps, n, v);
-    let mut h_scaled = vec![0.0f32; n * d];
-    for (r, row) in h_scaled.chunks_exact_mut(d).enumerate() {
-        for (i, x) in row.iter_mut().enumerate() {
-            *x = h.data[h.offset + r * h.rs + i * h.cs] * s[r];
-        }
-    }
+    let h_scaled = rows_scaled(h, &s);
     let mut dw = vec![0.0f32; d * v];
     matmul(&mut dw, v, MatRef::rows(&h_scaled, n, d).t(), e, false);
     let mut dh = vec![0.0f32; n * d];
@@ -84,21 +78,6 @@ pub fn backward(
     let db = weighted_column_sums(&exps, v, &s);
     recycle(exps);
     (dh, dw, db)
-}
-
-/// `Σ_r weights[r] · m[r, :]` of a row-major matrix with `cols` columns, split over threads by
-/// columns.
-fn weighted_column_sums(m: &[f32], cols: usize, weights: &[f32]) -> Vec<f32> {
-    let mut sums = vec![0.0; cols];
-    let block = cols.div_ceil(rayon::current_num_threads().max(1)).max(1);
-    sums.par_chunks_mut(block).enumerate().for_each(|(i, out)| {
-        for (row, &wgt) in m.chunks_exact(cols).zip(weights) {
-            for (a, &x) in out.iter_mut().zip(&row[i * block..]) {
-                *a += wgt * x;
-            }
-        }
-    });
-    sums
 }
 
 /// The `[N, V]` matrix is tens of megabytes; a fresh one per window costs a page fault per
@@ -122,35 +101,6 @@ impl Tape {
     pub fn recycle(self) {
         recycle(self.exps);
     }
-}
-
-multiversion!(fn exp_in_place(row: &mut [f32]) -> (f32, f64) = exp_in_place_body);
-
-/// Replaces `row` by `exp(row − max)` and returns `(max, Σ)`; `(NaN, NaN)` when a value is
-/// NaN or the max is not finite.
-#[inline(always)]
-fn exp_in_place_body(row: &mut [f32]) -> (f32, f64) {
-    let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-    // exp_nonpositive reads NaN as a large negative number: look for it explicitly.
-    let nan = row.iter().fold(false, |acc, x| acc | x.is_nan());
-    if nan || !max.is_finite() {
-        return (f32::NAN, f64::NAN);
-    }
-    // 16 lanes summed separately so the loop vectorises; the lanes are added in f64.
-    let mut lanes = [0.0f32; 16];
-    let mut chunks = row.chunks_exact_mut(16);
-    for c in &mut chunks {
-        for (a, x) in lanes.iter_mut().zip(c.iter_mut()) {
-            *x = exp_nonpositive(*x - max);
-            *a += *x;
-        }
-    }
-    let mut sum: f64 = lanes.iter().map(|&a| a as f64).sum();
-    for x in chunks.into_remainder() {
-        *x = exp_nonpositive(*x - max);
-        sum += *x as f64;
-    }
-    (max, sum)
 }
 
 fn check(h: MatRef, w: MatRef, b: &[f32], targets: &[u32]) {
