@@ -308,9 +308,7 @@ impl LanguageModel {
         };
         (loss, state)
     }
-}
 
-impl LanguageModel {
     /// [`LanguageModel::loss`] with the sampled softmax of [`crate::fused::sampled`] in place of
     /// the full one (training only; flex only, see [`crate::fused::available`]).
     pub fn loss_sampled(

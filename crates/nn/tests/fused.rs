@@ -169,3 +169,28 @@ fn fused_ops_run_without_autodiff() {
         );
     }
 }
+
+#[test]
+fn sum_of_squares_and_its_gradient() {
+    let device = Device::flex().autodiff();
+    let data = seeded_values(2 * 70_001, 9);
+    let want: f64 = data.iter().map(|&v| (v as f64) * (v as f64)).sum();
+    let x = Tensor::<2>::from_floats(
+        burn::tensor::TensorData::new(data.clone(), [2, 70_001]),
+        &device,
+    )
+    .require_grad();
+    let got = fastsoftmax_nn::fused::sum_of_squares(x.clone().inner());
+    assert!((got - want).abs() < 1e-6 * want, "{got} vs {want}");
+    // Through autodiff: d Σx² / dx = 2x.
+    let s = Tensor::<1>::from_dispatch(
+        <burn::backend::Dispatch as fastsoftmax_nn::fused::FusedOps>::sum_squares(
+            x.clone().reshape([2 * 70_001]).into_dispatch(),
+        ),
+    );
+    let grads = (s * 3.0).backward();
+    let g = values(x.grad(&grads).unwrap());
+    for (i, (&gi, &v)) in g.iter().zip(&data).enumerate().step_by(997) {
+        assert!((gi - 6.0 * v).abs() < 1e-5, "dx[{i}] {gi} vs {}", 6.0 * v);
+    }
+}
