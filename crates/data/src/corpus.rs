@@ -34,6 +34,12 @@ pub fn vocab_of_file_min_count(path: &Path, min_count: usize) -> Result<Vocab> {
         .collect();
     entries.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
     let vocab = Vocab::from_words(entries.into_iter().map(|(w, _)| w.to_string()).collect())?;
+    if vocab.len() <= 2 && min_count > 1 {
+        return Err(Error::Invalid(format!(
+            "{}: no word appears {min_count} times; lower train.min_count",
+            path.display()
+        )));
+    }
     if vocab.len() <= 2 {
         return Err(Error::Invalid(format!(
             "{}: the file has no words; a training text needs at least one tokenized sentence per line",
@@ -105,5 +111,19 @@ mod tests {
             .to_string();
         assert!(err.contains("no such file"), "{err}");
         assert!(vocab_of_file(&empty).is_err());
+    }
+
+    #[test]
+    fn min_count_keeps_frequent_words_most_frequent_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let train = dir.path().join("train.txt");
+        std::fs::write(&train, "b a b c\na b b\n").unwrap();
+        let all = vocab_of_file(&train).unwrap();
+        assert_eq!((all.word(0), all.word(1), all.word(2)), ("b", "a", "c"));
+        let frequent = vocab_of_file_min_count(&train, 2).unwrap();
+        assert_eq!(frequent.len(), 4); // b, a, <unk>, <eos>
+        assert_eq!(frequent.get("c"), None);
+        let err = vocab_of_file_min_count(&train, 9).unwrap_err().to_string();
+        assert!(err.contains("min_count"), "{err}");
     }
 }
