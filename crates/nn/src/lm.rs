@@ -109,11 +109,7 @@ impl RecurrentLayer {
             .w_ih
             .forward(x.reshape([batch * time, d_in]))
             .reshape([batch, time, g]);
-        let w_hh = self.w_hh.weight.val();
-        let b_hh = match &self.w_hh.bias {
-            Some(b) => b.val(),
-            None => Tensor::zeros([w_hh.dims()[1]], &w_hh.device()),
-        };
+        let (w_hh, b_hh) = weight_and_bias(&self.w_hh);
         match self.cell {
             Cell::Lstm => {
                 let (hs, h_last, c_last) =
@@ -260,14 +256,7 @@ impl LanguageModel {
     /// The output layer: weight [d_hidden, vocab] (the embedding's transpose when tied), bias [vocab].
     pub fn output_layer(&self) -> (Tensor<2>, Tensor<1>) {
         match (&self.output, &self.tied_bias) {
-            (Some(out), _) => {
-                let w = out.weight.val();
-                let b = match &out.bias {
-                    Some(b) => b.val(),
-                    None => Tensor::zeros([w.dims()[1]], &w.device()),
-                };
-                (w, b)
-            }
+            (Some(out), _) => weight_and_bias(out),
             (None, Some(b)) => (self.embedding.weight.val().transpose(), b.val()),
             (None, None) => unreachable!("a model has an output layer or a tied bias"),
         }
@@ -330,6 +319,16 @@ impl LanguageModel {
         );
         (loss, state)
     }
+}
+
+/// A linear layer's weight `[d_in, d_out]` and bias `[d_out]` (zeros when it has none).
+fn weight_and_bias(layer: &Linear) -> (Tensor<2>, Tensor<1>) {
+    let w = layer.weight.val();
+    let b = match &layer.bias {
+        Some(b) => b.val(),
+        None => Tensor::zeros([w.dims()[1]], &w.device()),
+    };
+    (w, b)
 }
 
 /// Ids `[batch, time]` row-major as an int tensor on `device`.

@@ -239,8 +239,7 @@ impl<C: CheckpointStrategy> FusedOps for Autodiff<Flex, C> {
         let nodes = [xp.node(), w_hh.node(), b_hh.node(), h0.node(), c0.node()];
         match LstmBackward.prepare::<C>(nodes).compute_bound().stateful() {
             OpsKind::Tracked(prep) => {
-                let inputs = [xp, w_hh, b_hh, h0, c0].map(|t| t.into_primitive());
-                let [xp, w_hh, b_hh, h0, c0] = inputs;
+                let [xp, w_hh, b_hh, h0, c0] = [xp, w_hh, b_hh, h0, c0].map(|t| t.into_primitive());
                 let (out, tape) = lstm_forward(&xp, &w_hh, &b_hh, &h0, &c0);
                 let state = LstmState {
                     tape,

@@ -18,7 +18,7 @@ use rand::{Rng, SeedableRng};
 use rayon::prelude::*;
 
 use super::gemm::{matmul, MatRef};
-use super::vector::{exp_in_place, rows_scaled, weighted_column_sums};
+use super::vector::{exp_in_place, repeated_rows, rows_scaled, weighted_column_sums};
 
 /// The proposal distribution `Q(w) ∝ count(w)^power` over the vocabulary, with its cumulative
 /// sums for drawing.
@@ -131,10 +131,7 @@ pub fn forward(h: MatRef, w: MatRef, b: &[f32], targets: &[u32], neg: &Negatives
     let log_e = |id: u32| neg.sampler.log_expected(id, neg.tries);
     // Sampled logits [N, S]: bias and correction first, then the product accumulated on top.
     let neg_offset: Vec<f32> = neg.ids.iter().map(|&j| b[j as usize] - log_e(j)).collect();
-    let mut e_neg = Vec::with_capacity(n * s);
-    for _ in 0..n {
-        e_neg.extend_from_slice(&neg_offset);
-    }
+    let mut e_neg = repeated_rows(Vec::new(), n, &neg_offset);
     matmul(&mut e_neg, s, h, MatRef::rows(&w_neg, d, s), true);
     let position: HashMap<u32, usize> = neg.ids.iter().enumerate().map(|(k, &j)| (j, k)).collect();
     // Row r: exponentials of the sampled logits in place (relative to their max), the target's

@@ -80,18 +80,19 @@ pub fn weighted_column_sums(m: &[f32], cols: usize, weights: &[f32]) -> Vec<f32>
     sums
 }
 
-/// Sums of the columns of a row-major matrix with `cols` columns, split over threads by columns.
+/// Sums of the columns of a row-major matrix with `cols` columns.
 pub fn column_sums(m: &[f32], cols: usize) -> Vec<f32> {
-    let mut sums = vec![0.0; cols];
-    let block = cols.div_ceil(rayon::current_num_threads().max(1)).max(1);
-    sums.par_chunks_mut(block).enumerate().for_each(|(i, s)| {
-        for row in m.chunks_exact(cols) {
-            for (a, &x) in s.iter_mut().zip(&row[i * block..]) {
-                *a += x;
-            }
-        }
-    });
-    sums
+    weighted_column_sums(m, cols, &vec![1.0; m.len() / cols.max(1)])
+}
+
+/// `buf` refilled with `rows` copies of `row`, in one pass (its allocation is reused).
+pub fn repeated_rows(mut buf: Vec<f32>, rows: usize, row: &[f32]) -> Vec<f32> {
+    buf.clear();
+    buf.reserve(rows * row.len());
+    for _ in 0..rows {
+        buf.extend_from_slice(row);
+    }
+    buf
 }
 
 #[cfg(test)]

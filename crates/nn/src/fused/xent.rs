@@ -14,7 +14,7 @@
 use rayon::prelude::*;
 
 use super::gemm::{matmul, MatRef};
-use super::vector::{exp_in_place, rows_scaled, weighted_column_sums};
+use super::vector::{exp_in_place, repeated_rows, rows_scaled, weighted_column_sums};
 
 /// What the backward needs from the forward.
 #[derive(Clone)]
@@ -30,9 +30,8 @@ pub struct Tape {
 pub fn forward(h: MatRef, w: MatRef, b: &[f32], targets: &[u32]) -> (f64, Tape) {
     check(h, w, b, targets);
     let (n, v) = (h.rows, w.cols);
-    let mut exps = spare_buffer(n * v);
-    exps.par_chunks_mut(v)
-        .for_each(|row| row.copy_from_slice(b));
+    // The bias in every row, then the product accumulated on top.
+    let mut exps = repeated_rows(take_spare(), n, b);
     matmul(&mut exps, v, h, w, true);
     let mut inv_sums = vec![0.0f32; n];
     let mut losses = vec![0.0f64; n];
@@ -84,11 +83,8 @@ pub fn backward(
 /// 4 KiB. The last one is kept here and reused.
 static SPARE: std::sync::Mutex<Vec<f32>> = std::sync::Mutex::new(Vec::new());
 
-fn spare_buffer(len: usize) -> Vec<f32> {
-    let mut buf = std::mem::take(&mut *SPARE.lock().unwrap_or_else(|e| e.into_inner()));
-    buf.clear();
-    buf.resize(len, 0.0);
-    buf
+fn take_spare() -> Vec<f32> {
+    std::mem::take(&mut *SPARE.lock().unwrap_or_else(|e| e.into_inner()))
 }
 
 /// Hands the matrix back for the next window (the forward without a backward calls this).
