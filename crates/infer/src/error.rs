@@ -22,13 +22,15 @@ pub enum Error {
 }
 
 impl Error {
-    pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+    /// An I/O failure on `path`.
+    pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         Error::Io {
             path: path.into(),
             source,
         }
     }
-    pub(crate) fn format(path: impl Into<PathBuf>, message: impl Into<String>) -> Self {
+    /// A file at `path` that is not what it should be; `message` names the problem and the fix.
+    pub fn format(path: impl Into<PathBuf>, message: impl Into<String>) -> Self {
         Error::Format {
             path: path.into(),
             message: message.into(),

@@ -10,7 +10,7 @@ use fastsoftmax_infer::Vocab;
 use crate::lm::LanguageModel;
 use crate::Result;
 
-fn values<const D: usize>(t: Tensor<D>) -> Vec<f32> {
+pub(crate) fn values<const D: usize>(t: Tensor<D>) -> Vec<f32> {
     t.into_data()
         .convert::<f32>()
         .try_to_vec::<f32>()
@@ -18,11 +18,13 @@ fn values<const D: usize>(t: Tensor<D>) -> Vec<f32> {
 }
 
 /// burn stores a linear weight as `[d_in, d_out]`; the engine wants row-major `[d_out, d_in]`.
-fn weight_rows(l: &Linear) -> Vec<f32> {
+pub(crate) fn weight_rows(l: &Linear) -> Vec<f32> {
     values(l.weight.val().transpose())
 }
 
-fn bias(l: &Linear, n: usize) -> Vec<f32> {
+/// A linear layer's bias (zeros when it has none).
+pub(crate) fn bias(l: &Linear) -> Vec<f32> {
+    let n = l.weight.dims()[1];
     l.bias
         .as_ref()
         .map(|b| values(b.val()))
@@ -32,19 +34,18 @@ fn bias(l: &Linear, n: usize) -> Vec<f32> {
 /// Copies the weights of `model` out of burn.
 pub fn to_weights(model: &LanguageModel, vocab: &Vocab) -> LmWeights {
     let [vocab_size, d_embed] = model.embedding.weight.dims();
-    let g = model.cell.gates() * model.d_hidden;
     let layers = model
         .layers
         .iter()
         .map(|l| RecurrentWeights {
             w_ih: weight_rows(&l.w_ih),
             w_hh: weight_rows(&l.w_hh),
-            b_ih: bias(&l.w_ih, g),
-            b_hh: bias(&l.w_hh, g),
+            b_ih: bias(&l.w_ih),
+            b_hh: bias(&l.w_hh),
         })
         .collect();
     let (output_weight, output_bias) = match (&model.output, &model.tied_bias) {
-        (Some(out), _) => (Some(weight_rows(out)), bias(out, vocab_size)),
+        (Some(out), _) => (Some(weight_rows(out)), bias(out)),
         (None, Some(b)) => (None, values(b.val())),
         (None, None) => unreachable!("a model has an output layer or a tied bias"),
     };

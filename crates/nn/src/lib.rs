@@ -5,6 +5,8 @@
 //! - [`fused`]: whole-window LSTM/GRU and softmax cross-entropy ops with hand-written backwards.
 //! - [`train`]: truncated-BPTT training with global-norm clipping, checkpoints and resume.
 //! - [`export`]: burn model → the engine's artifact (`fastsoftmax_infer::model::artifact`).
+//! - [`seq2seq`]: the attention translator (bidirectional encoder, Luong decoder, input feeding).
+//! - [`train_nmt`]: its teacher-forced training; [`export_nmt`]: → `fastsoftmax_translate`'s artifact.
 //! - [`bucketed`]: training D-softmax and adaptive softmax (frequency buckets) on a frozen LM.
 //! - [`candidates`]: training the candidate attention predictor (trigram lists + attention).
 //! - [`ds`]: training DS-Softmax (sparse mixture of sparse experts, group lasso, mitosis).
@@ -18,11 +20,14 @@ pub mod candidates;
 pub mod config;
 pub mod ds;
 pub mod export;
+pub mod export_nmt;
 pub mod fused;
 pub mod l2s;
 pub mod lm;
+pub mod seq2seq;
 pub mod synthetic;
 pub mod train;
+pub mod train_nmt;
 
 pub use backend::Backend;
 pub use config::{ExperimentConfig, LmConfig, TrainConfig, TrainingSoftmax};

@@ -70,7 +70,13 @@ pub struct RecurrentLayer {
 }
 
 impl RecurrentLayer {
-    fn new(cell: Cell, d_in: usize, d_hidden: usize, init: &Initializer, device: &Device) -> Self {
+    pub(crate) fn new(
+        cell: Cell,
+        d_in: usize,
+        d_hidden: usize,
+        init: &Initializer,
+        device: &Device,
+    ) -> Self {
         let g = cell.gates() * d_hidden;
         let lin = |d| {
             LinearConfig::new(d, g)
@@ -137,27 +143,33 @@ impl RecurrentLayer {
                 .clone()
                 .slice([0..batch, t..t + 1, 0..g])
                 .reshape([batch, g]);
-            let hp = self.w_hh.forward(h.clone());
-            *h = match self.cell {
-                Cell::Lstm => {
-                    let gates = (xt + hp).chunk(4, 1);
-                    let [i, f, gg, o] = <[Tensor<2>; 4]>::try_from(gates).expect("4 gates");
-                    *c = sigmoid(f) * c.clone() + sigmoid(i) * gg.tanh();
-                    sigmoid(o) * c.clone().tanh()
-                }
-                Cell::Gru => {
-                    let [xr, xz, xn] = <[Tensor<2>; 3]>::try_from(xt.chunk(3, 1)).expect("3 gates");
-                    let [hr, hz, hn] = <[Tensor<2>; 3]>::try_from(hp.chunk(3, 1)).expect("3 gates");
-                    let r = sigmoid(xr + hr);
-                    let z = sigmoid(xz + hz);
-                    let n = (xn + r * hn).tanh();
-                    // h' = (1 - z) * n + z * h = n + z * (h - n)
-                    n.clone() + z * (h.clone() - n)
-                }
-            };
+            self.step(xt, h, c);
             outs.push(h.clone());
         }
         Tensor::stack(outs, 1)
+    }
+
+    /// One time step composed of burn ops: `xt [batch, G*d_hidden]` is the input projection
+    /// (with its bias); updates `h` (and `c` for LSTM).
+    pub fn step(&self, xt: Tensor<2>, h: &mut Tensor<2>, c: &mut Tensor<2>) {
+        let hp = self.w_hh.forward(h.clone());
+        *h = match self.cell {
+            Cell::Lstm => {
+                let gates = (xt + hp).chunk(4, 1);
+                let [i, f, gg, o] = <[Tensor<2>; 4]>::try_from(gates).expect("4 gates");
+                *c = sigmoid(f) * c.clone() + sigmoid(i) * gg.tanh();
+                sigmoid(o) * c.clone().tanh()
+            }
+            Cell::Gru => {
+                let [xr, xz, xn] = <[Tensor<2>; 3]>::try_from(xt.chunk(3, 1)).expect("3 gates");
+                let [hr, hz, hn] = <[Tensor<2>; 3]>::try_from(hp.chunk(3, 1)).expect("3 gates");
+                let r = sigmoid(xr + hr);
+                let z = sigmoid(xz + hz);
+                let n = (xn + r * hn).tanh();
+                // h' = (1 - z) * n + z * h = n + z * (h - n)
+                n.clone() + z * (h.clone() - n)
+            }
+        };
     }
 }
 
@@ -322,7 +334,7 @@ impl LanguageModel {
 }
 
 /// A linear layer's weight `[d_in, d_out]` and bias `[d_out]` (zeros when it has none).
-fn weight_and_bias(layer: &Linear) -> (Tensor<2>, Tensor<1>) {
+pub(crate) fn weight_and_bias(layer: &Linear) -> (Tensor<2>, Tensor<1>) {
     let w = layer.weight.val();
     let b = match &layer.bias {
         Some(b) => b.val(),

@@ -90,7 +90,7 @@ impl Phases {
 }
 
 /// Seconds since `clock`, which moves to now.
-fn lap(clock: &mut Instant) -> f64 {
+pub(crate) fn lap(clock: &mut Instant) -> f64 {
     let now = Instant::now();
     let s = now.duration_since(*clock).as_secs_f64();
     *clock = now;
@@ -220,6 +220,7 @@ pub fn train(cfg: &ExperimentConfig, opts: &TrainOptions, device: &Device) -> Re
             opts.progress,
             n_windows as u64,
             &format!("epoch {epoch}/{}", t.epochs),
+            "windows",
         );
         let mut lstate = model.initial_state(t.batch_size, device);
         let (mut loss_sum, mut tokens) = (0.0f64, 0usize);
@@ -392,7 +393,7 @@ fn resume(
     Ok((state, model))
 }
 
-fn save_module(model: &LanguageModel, path: &Path) -> Result<()> {
+pub(crate) fn save_module<M: Module + Clone>(model: &M, path: &Path) -> Result<()> {
     // burnpack writes through a scratch file and renames it into place: atomic.
     model
         .clone()
@@ -400,7 +401,7 @@ fn save_module(model: &LanguageModel, path: &Path) -> Result<()> {
         .map_err(|e| Error::Invalid(format!("{}: could not save ({e:?})", path.display())))
 }
 
-fn load_module(model: LanguageModel, path: &Path) -> Result<LanguageModel> {
+pub(crate) fn load_module<M: Module>(model: M, path: &Path) -> Result<M> {
     model.try_load_file(path).map_err(|e| {
         Error::Invalid(format!(
             "{}: could not load the checkpoint ({e:?}); it is corrupt or from another model",
@@ -456,24 +457,27 @@ pub fn perplexity(
     (nll / n as f64).exp()
 }
 
-fn progress_bar(show: bool, len: u64, prefix: &str) -> ProgressBar {
+/// A bar counting `unit`s (e.g. "windows") with a message and the ETA; hidden unless `show`.
+pub(crate) fn progress_bar(show: bool, len: u64, prefix: &str, unit: &str) -> ProgressBar {
     if !show {
         return ProgressBar::hidden();
     }
     let bar = ProgressBar::new(len);
     bar.set_style(
-        ProgressStyle::with_template("{prefix} {bar:30} {pos}/{len} windows · {msg} · eta {eta}")
-            .expect("valid template"),
+        ProgressStyle::with_template(&format!(
+            "{{prefix}} {{bar:30}} {{pos}}/{{len}} {unit} · {{msg}} · eta {{eta}}"
+        ))
+        .expect("valid template"),
     );
     bar.set_prefix(prefix.to_string());
     bar
 }
 
-fn write_text(path: &Path, text: &str) -> Result<()> {
+pub(crate) fn write_text(path: &Path, text: &str) -> Result<()> {
     fastsoftmax_infer::files::write_atomic(path, text.as_bytes()).map_err(Error::from)
 }
 
-fn append_line(path: &Path, line: &str) -> Result<()> {
+pub(crate) fn append_line(path: &Path, line: &str) -> Result<()> {
     let mut f = std::fs::OpenOptions::new()
         .create(true)
         .append(true)

@@ -200,18 +200,33 @@ impl PackedMatrix {
         });
     }
 
-    /// Batched scan: `hs` is `[n, d]` row-major, `outs[q]` receives query q's candidates.
-    pub fn scan_batch(&self, hs: &[f32], outs: &mut [TopK]) {
+    /// Batched product: `out[q][i] = W[i]·hs[q] + b[i]` for `hs` `[n, d]` row-major and `out`
+    /// `[n, n_rows]` row-major — the matrix product of the engines' layers (a 32-row tile of
+    /// `W` stays in L1 while every context is scored against it).
+    pub fn logits_batch(&self, hs: &[f32], out: &mut [f32]) {
+        let (d, rows) = (self.d, self.n_rows);
+        let n = hs.len() / d;
+        debug_assert_eq!(hs.len(), n * d);
+        debug_assert_eq!(out.len(), n * rows);
+        self.for_each_tile(hs, |q, base, scores| {
+            let end = (base + scores.len()).min(rows);
+            let dst = &mut out[q * rows + base..q * rows + end];
+            for ((o, s), b) in dst.iter_mut().zip(scores).zip(&self.bias[base..]) {
+                *o = s + b;
+            }
+        });
+    }
+
+    /// `f(query, first row, scores without bias)` for every tile of 1–2 panels × ≤ 8 queries.
+    fn for_each_tile(&self, hs: &[f32], mut f: impl FnMut(usize, usize, &[f32])) {
         let d = self.d;
-        debug_assert_eq!(hs.len(), outs.len() * d);
-        let n = outs.len();
+        let n = hs.len() / d;
         let mut tile = [[0.0f32; 2 * PANEL]; QTILE];
         let n_panels = self.n_panels();
         let mut p = 0;
         while p < n_panels {
             let np = 2.min(n_panels - p);
             let w = &self.panels[p * d * PANEL..(p + np) * d * PANEL];
-            let base = p * PANEL;
             let mut q = 0;
             while q < n {
                 let nq = QTILE.min(n - q);
@@ -225,19 +240,27 @@ impl PackedMatrix {
                     Simd::Portable => tile_scores_portable(w, d, np, h, nq, &mut tile),
                 }
                 for (qi, scores) in tile[..nq].iter().enumerate() {
-                    let out = &mut outs[q + qi];
-                    let thr = out.threshold();
-                    for (r, s) in scores[..np * PANEL].iter().enumerate() {
-                        let logit = s + self.bias[base + r];
-                        if logit > thr {
-                            out.push(self.id(base + r), logit);
-                        }
-                    }
+                    f(q + qi, p * PANEL, &scores[..np * PANEL]);
                 }
                 q += nq;
             }
             p += np;
         }
+    }
+
+    /// Batched scan: `hs` is `[n, d]` row-major, `outs[q]` receives query q's candidates.
+    pub fn scan_batch(&self, hs: &[f32], outs: &mut [TopK]) {
+        debug_assert_eq!(hs.len(), outs.len() * self.d);
+        self.for_each_tile(hs, |q, base, scores| {
+            let out = &mut outs[q];
+            let thr = out.threshold();
+            for (r, s) in scores.iter().enumerate() {
+                let logit = s + self.bias[base + r];
+                if logit > thr {
+                    out.push(self.id(base + r), logit);
+                }
+            }
+        });
     }
 }
 
@@ -435,6 +458,14 @@ mod tests {
         }
         let mut bn = vec![TopK::new(k); 11];
         m.scan_batch(&hs, &mut bn);
+        let mut batch = vec![0.0; 11 * n];
+        m.logits_batch(&hs, &mut batch);
+        for (h, row) in hs.chunks(d).zip(batch.chunks(n)) {
+            scores_naive(&w, &b, h, &mut want);
+            for (a, b) in want.iter().zip(row) {
+                assert!((a - b).abs() < 1e-4, "batched {a} vs {b}");
+            }
+        }
         for (q, h) in hs.chunks(d).enumerate() {
             scores_naive(&w, &b, h, &mut want);
             let mut order: Vec<u32> = (0..n as u32).collect();

@@ -184,32 +184,18 @@ impl LmWeights {
     pub fn save(&self, dir: &Path) -> Result<()> {
         self.validate(dir)?;
         std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
-        let owned: Vec<(String, Vec<usize>, Vec<u8>)> = {
-            let shapes: HashMap<String, Vec<usize>> =
-                Self::expected_shapes(&self.spec).into_iter().collect();
-            self.tensors()
-                .into_iter()
-                .map(|(n, d)| {
-                    let bytes = d.iter().flat_map(|x| x.to_le_bytes()).collect();
-                    let shape = shapes[&n].clone();
-                    (n, shape, bytes)
-                })
-                .collect()
-        };
-        let views: Vec<(String, safetensors::tensor::TensorView<'_>)> = owned
-            .iter()
-            .map(|(n, shape, bytes)| {
-                let view = safetensors::tensor::TensorView::new(
-                    safetensors::Dtype::F32,
-                    shape.clone(),
-                    bytes,
-                )
-                .expect("shape and byte length agree by construction");
-                (n.clone(), view)
+        let shapes: HashMap<String, Vec<usize>> =
+            Self::expected_shapes(&self.spec).into_iter().collect();
+        let tensors: Vec<(String, Vec<usize>, &[f32])> = self
+            .tensors()
+            .into_iter()
+            .map(|(n, d)| {
+                let shape = shapes[&n].clone();
+                (n, shape, d)
             })
             .collect();
-        let bytes = safetensors::serialize(views, &None)
-            .map_err(|e| Error::format(dir.join(WEIGHTS_FILE), e.to_string()))?;
+        let bytes = files::f32_safetensors(&tensors)
+            .map_err(|e| Error::format(dir.join(WEIGHTS_FILE), e))?;
         write_atomic(&dir.join(WEIGHTS_FILE), &bytes)?;
         let manifest = Manifest {
             format: FORMAT.into(),
@@ -315,10 +301,7 @@ impl LmWeights {
                     ),
                 ));
             }
-            Ok(t.data()
-                .chunks_exact(4)
-                .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-                .collect())
+            Ok(files::f32_values(t.data()))
         };
         let shapes = Self::expected_shapes(&spec);
         let mut it = shapes.iter().map(|(n, s)| get(n, s));

@@ -60,6 +60,34 @@ fn sigmoid(x: f32) -> f32 {
     1.0 / (1.0 + (-x).exp())
 }
 
+/// One LSTM/GRU cell update of `h` (and `c`) `[H]` from the input and recurrent
+/// pre-activations `gx`, `gh` `[G·H]` (biases included; for GRU the recurrent bias sits in `gh`,
+/// inside the reset gate). Shared by every engine's recurrent layers.
+#[inline]
+pub fn cell_update(cell: Cell, gx: &[f32], gh: &[f32], h: &mut [f32], c: &mut [f32]) {
+    let d_h = h.len();
+    match cell {
+        Cell::Lstm => {
+            for u in 0..d_h {
+                let i = sigmoid(gx[u] + gh[u]);
+                let f = sigmoid(gx[d_h + u] + gh[d_h + u]);
+                let g = (gx[2 * d_h + u] + gh[2 * d_h + u]).tanh();
+                let o = sigmoid(gx[3 * d_h + u] + gh[3 * d_h + u]);
+                c[u] = f * c[u] + i * g;
+                h[u] = o * c[u].tanh();
+            }
+        }
+        Cell::Gru => {
+            for u in 0..d_h {
+                let r = sigmoid(gx[u] + gh[u]);
+                let z = sigmoid(gx[d_h + u] + gh[d_h + u]);
+                let n = (gx[2 * d_h + u] + r * gh[2 * d_h + u]).tanh();
+                h[u] = n + z * (h[u] - n);
+            }
+        }
+    }
+}
+
 impl LanguageModel {
     /// Loads and validates the artifact in `dir` (see [`crate::model::artifact`]).
     pub fn load(dir: &Path) -> Result<Self> {
@@ -147,27 +175,7 @@ impl LanguageModel {
             layer.w_ih.logits_into(&state.x[..d_in], &mut state.gx);
             layer.w_hh.logits_into(&state.h[l], &mut state.gh);
             let (h, c) = (&mut state.h[l], &mut state.c[l]);
-            let (gx, gh) = (&state.gx, &state.gh);
-            match self.spec.cell {
-                Cell::Lstm => {
-                    for u in 0..d_h {
-                        let i = sigmoid(gx[u] + gh[u]);
-                        let f = sigmoid(gx[d_h + u] + gh[d_h + u]);
-                        let g = (gx[2 * d_h + u] + gh[2 * d_h + u]).tanh();
-                        let o = sigmoid(gx[3 * d_h + u] + gh[3 * d_h + u]);
-                        c[u] = f * c[u] + i * g;
-                        h[u] = o * c[u].tanh();
-                    }
-                }
-                Cell::Gru => {
-                    for u in 0..d_h {
-                        let r = sigmoid(gx[u] + gh[u]);
-                        let z = sigmoid(gx[d_h + u] + gh[d_h + u]);
-                        let n = (gx[2 * d_h + u] + r * gh[2 * d_h + u]).tanh();
-                        h[u] = n + z * (h[u] - n);
-                    }
-                }
-            }
+            cell_update(self.spec.cell, &state.gx, &state.gh, h, c);
             state.x[..d_h].copy_from_slice(h);
             d_in = d_h;
         }

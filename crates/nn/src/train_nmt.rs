@@ -1,0 +1,597 @@
+//! Teacher-forced training of the [`Translator`]: Adam on the mean target-token loss (the full
+//! softmax or the sampled one of the large-vocabulary option), per-epoch validation perplexity
+//! and greedy BLEU, an atomic checkpoint after every epoch and `--resume`.
+//!
+//! Batches hold sentences of one source length (bucketed, shuffled within each length, batch
+//! order shuffled per epoch): the encoder then needs no padding or masks, the backward
+//! direction is a flip, and attention never sees a padded position.
+//!
+//! Files in the output directory:
+//! - `config.json`, `command.txt`, `src.vocab` / `tgt.vocab` (one word per line, id order);
+//! - `checkpoint.bpk` + `train_state.json`: the latest epoch, for `--resume` (Adam's moments
+//!   restart on resume);
+//! - `best.bpk`: the epoch with the best validation BLEU, exported as the engine artifact
+//!   (`crate::export_nmt`) whenever it improves;
+//! - `train.log`: one line per epoch; `metrics.json`: the final numbers.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use burn::module::Module;
+use burn::optim::grad_clipping::GradientClippingConfig;
+use burn::optim::{AdamConfig, GradientsParams};
+use burn::tensor::{Device, Int, Tensor, TensorData};
+use fastsoftmax_infer::Vocab;
+use fastsoftmax_translate::{bleu, text};
+use rand::seq::SliceRandom;
+use rand::SeedableRng;
+use serde::{Deserialize, Serialize};
+
+use crate::config::TrainingSoftmax;
+use crate::fused::Sampler;
+use crate::lm::Ops;
+use crate::seq2seq::{NmtBatch, NmtConfig, Translator};
+use crate::train::{append_line, lap, load_module, progress_bar, save_module, write_text, Phases};
+use crate::{Error, Result};
+
+/// Optimisation and data settings of a translator.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NmtTrainConfig {
+    /// Adam's learning rate.
+    pub lr: f64,
+    /// Multiply the learning rate by this at the end of each epoch from `decay_from_epoch` on.
+    pub lr_decay: f64,
+    /// First epoch (1-based) after which the learning rate decays.
+    pub decay_from_epoch: usize,
+    pub epochs: usize,
+    /// Sentences per batch (all of one source length).
+    pub batch_size: usize,
+    /// Clip each parameter's gradient norm to this value.
+    pub clip_norm: f64,
+    pub seed: u64,
+    /// Source vocabulary: the most frequent words of the training text, at most this many
+    /// (0: all); the rest read as `<unk>`.
+    #[serde(default)]
+    pub src_vocab: usize,
+    /// Target vocabulary, likewise.
+    #[serde(default)]
+    pub tgt_vocab: usize,
+    /// Training pairs with more tokens than this on either side (before `<eos>`) are skipped.
+    #[serde(default = "default_max_len")]
+    pub max_len: usize,
+    /// The softmax of the training loss; evaluation always uses the full one.
+    #[serde(default)]
+    pub softmax: TrainingSoftmax,
+}
+
+fn default_max_len() -> usize {
+    100
+}
+
+/// A whole translator config file (`experiments/configs/bible-*.json`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NmtExperimentConfig {
+    pub model: NmtConfig,
+    pub train: NmtTrainConfig,
+}
+
+impl NmtExperimentConfig {
+    pub fn load(path: &Path) -> Result<Self> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| Error::Invalid(format!("{}: {e}", path.display())))?;
+        let cfg: Self = serde_json::from_str(&text).map_err(|e| {
+            Error::Invalid(format!(
+                "{}: not a translator config ({e}); see experiments/configs/bible-tiny.json",
+                path.display()
+            ))
+        })?;
+        cfg.validate()
+            .map_err(|m| Error::Invalid(format!("{}: {m}", path.display())))?;
+        Ok(cfg)
+    }
+
+    pub fn validate(&self) -> Result<(), String> {
+        self.model.validate()?;
+        let t = &self.train;
+        if t.epochs == 0 || t.batch_size == 0 || t.max_len == 0 {
+            return Err("train.epochs, batch_size and max_len must be at least 1".into());
+        }
+        if !(t.lr > 0.0 && t.clip_norm > 0.0 && t.lr_decay > 0.0) {
+            return Err("train.lr, lr_decay and clip_norm must be positive".into());
+        }
+        Ok(())
+    }
+}
+
+/// Where the data is and what to do besides the config.
+#[derive(Debug, Clone)]
+pub struct NmtOptions {
+    /// Holds `{train,valid,test}.{src,tgt}`.
+    pub data: PathBuf,
+    pub src_lang: String,
+    pub tgt_lang: String,
+    pub out: PathBuf,
+    pub resume: bool,
+    /// Stop each epoch after this many batches (quick runs and tests).
+    pub max_batches: Option<usize>,
+    /// Validate on the first this many valid sentences only (quick runs and tests).
+    pub max_valid: Option<usize>,
+    /// Stop training once this much training time has been spent (this invocation).
+    pub budget: Option<std::time::Duration>,
+    pub progress: bool,
+    /// Recorded in `command.txt`.
+    pub command: String,
+}
+
+/// One finished epoch.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NmtEpoch {
+    pub epoch: usize,
+    pub lr: f64,
+    pub train_ppl: f64,
+    pub valid_ppl: f64,
+    /// Greedy, detokenized, sacreBLEU-compatible.
+    pub valid_bleu: f64,
+    pub seconds: f64,
+    /// Target tokens per second of training.
+    pub tokens_per_s: f64,
+    /// Where the epoch's training time went (clipping is inside Adam's step here).
+    pub phases: Phases,
+}
+
+/// What `--resume` needs, saved beside `checkpoint.bpk`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NmtState {
+    pub config: NmtExperimentConfig,
+    pub src_vocab: usize,
+    pub tgt_vocab: usize,
+    pub epochs_done: usize,
+    pub lr: f64,
+    pub best_valid_bleu: f64,
+    pub history: Vec<NmtEpoch>,
+}
+
+/// Final numbers of a run.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct NmtMetrics {
+    pub best_epoch: usize,
+    pub valid_bleu: f64,
+    pub valid_ppl: f64,
+    pub epochs: Vec<NmtEpoch>,
+    /// Training pairs skipped for exceeding `max_len`.
+    pub skipped_long: usize,
+}
+
+const STATE_FILE: &str = "train_state.json";
+const CHECKPOINT: &str = "checkpoint.bpk";
+const BEST: &str = "best.bpk";
+
+/// A parallel text read and encoded: per sentence the source and target ids, each ending with
+/// `<eos>`, and the raw target line (the BLEU reference).
+pub struct Parallel {
+    pub pairs: Vec<(Vec<u32>, Vec<u32>)>,
+    pub references: Vec<String>,
+}
+
+/// Reads `dir/{part}.{src}` and `dir/{part}.{tgt}` (one sentence per line, aligned by line).
+pub fn read_part(
+    dir: &Path,
+    part: &str,
+    src: &str,
+    tgt: &str,
+) -> Result<(Vec<String>, Vec<String>)> {
+    let read = |lang: &str| {
+        let p = dir.join(format!("{part}.{lang}"));
+        std::fs::read_to_string(&p)
+            .map(|t| t.lines().map(str::to_string).collect::<Vec<_>>())
+            .map_err(|e| {
+                Error::Invalid(format!(
+                    "{}: {e}; fetch the corpus first (fastsoftmax data fetch bible)",
+                    p.display()
+                ))
+            })
+    };
+    let (s, t) = (read(src)?, read(tgt)?);
+    if s.len() != t.len() {
+        return Err(Error::Invalid(format!(
+            "{}: {part}.{src} has {} lines but {part}.{tgt} has {}: a parallel text needs one line per sentence on both sides",
+            dir.display(),
+            s.len(),
+            t.len()
+        )));
+    }
+    Ok((s, t))
+}
+
+/// The most frequent `max` tokens of `lines` (0: all), ties in byte order, then `<unk>`, `<eos>`.
+pub fn build_vocab(lines: &[String], max: usize) -> Result<Vocab> {
+    let mut counts: HashMap<String, u64> = HashMap::new();
+    for l in lines {
+        for t in text::tokenize(l) {
+            *counts.entry(t).or_default() += 1;
+        }
+    }
+    let mut entries: Vec<(String, u64)> = counts.into_iter().collect();
+    entries.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    if max > 0 {
+        entries.truncate(max.saturating_sub(2));
+    }
+    Ok(Vocab::from_words(
+        entries.into_iter().map(|(w, _)| w).collect(),
+    )?)
+}
+
+/// Token ids of a line, `<unk>` for unknown words, then `<eos>`.
+pub fn encode(line: &str, vocab: &Vocab) -> Vec<u32> {
+    let mut ids: Vec<u32> = text::tokenize(line)
+        .iter()
+        .map(|t| vocab.id_or_unk(t))
+        .collect();
+    ids.push(vocab.eos());
+    ids
+}
+
+fn encode_part(src: &[String], tgt: &[String], sv: &Vocab, tv: &Vocab) -> Parallel {
+    Parallel {
+        pairs: src
+            .iter()
+            .zip(tgt)
+            .map(|(s, t)| (encode(s, sv), encode(t, tv)))
+            .collect(),
+        references: tgt.to_vec(),
+    }
+}
+
+/// Batches of at most `batch_size` pairs of one source length, pair order shuffled within each
+/// length and batch order shuffled, by `seed`.
+pub fn batches(pairs: &[(Vec<u32>, Vec<u32>)], batch_size: usize, seed: u64) -> Vec<Vec<usize>> {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    let mut by_len: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
+    for (i, (s, _)) in pairs.iter().enumerate() {
+        by_len.entry(s.len()).or_default().push(i);
+    }
+    let mut out = Vec::new();
+    for (_, mut ids) in by_len {
+        ids.shuffle(&mut rng);
+        out.extend(ids.chunks(batch_size).map(<[usize]>::to_vec));
+    }
+    out.shuffle(&mut rng);
+    out
+}
+
+fn make_batch(pairs: &[(Vec<u32>, Vec<u32>)], ids: &[usize], pad: u32) -> NmtBatch {
+    let refs: Vec<(&[u32], &[u32])> = ids
+        .iter()
+        .map(|&i| (pairs[i].0.as_slice(), pairs[i].1.as_slice()))
+        .collect();
+    NmtBatch::new(&refs, pad)
+}
+
+/// Trains (or resumes) and returns the final metrics; the best epoch is exported to `opts.out`.
+pub fn train_nmt(
+    cfg: &NmtExperimentConfig,
+    opts: &NmtOptions,
+    device: &Device,
+) -> Result<NmtMetrics> {
+    let t = &cfg.train;
+    let (train_src, train_tgt) = read_part(&opts.data, "train", &opts.src_lang, &opts.tgt_lang)?;
+    let (valid_src, valid_tgt) = read_part(&opts.data, "valid", &opts.src_lang, &opts.tgt_lang)?;
+    let src_vocab = build_vocab(&train_src, t.src_vocab)?;
+    let tgt_vocab = build_vocab(&train_tgt, t.tgt_vocab)?;
+    let mut train = encode_part(&train_src, &train_tgt, &src_vocab, &tgt_vocab);
+    let before = train.pairs.len();
+    train
+        .pairs
+        .retain(|(s, y)| s.len() <= t.max_len + 1 && y.len() <= t.max_len + 1 && s.len() > 1);
+    let skipped_long = before - train.pairs.len();
+    if train.pairs.is_empty() {
+        return Err(Error::Invalid(format!(
+            "{}: no training pair is at most train.max_len ({}) tokens long",
+            opts.data.display(),
+            t.max_len
+        )));
+    }
+    let mut valid = encode_part(&valid_src, &valid_tgt, &src_vocab, &tgt_vocab);
+    if let Some(n) = opts.max_valid {
+        valid.pairs.truncate(n);
+        valid.references.truncate(n);
+    }
+    let sampler = match t.softmax {
+        TrainingSoftmax::Full => None,
+        TrainingSoftmax::Sampled { samples, power } => {
+            if !crate::fused::available(device) {
+                return Err(Error::Invalid(
+                    "train.softmax sampled runs on the flex backend; drop --backend or use kind full".into(),
+                ));
+            }
+            if samples >= tgt_vocab.len() {
+                return Err(Error::Invalid(format!(
+                    "train.softmax samples ({samples}) must be smaller than the target vocabulary ({} words); use kind full",
+                    tgt_vocab.len()
+                )));
+            }
+            let mut counts = vec![0u64; tgt_vocab.len()];
+            for (_, y) in &train.pairs {
+                for &id in y {
+                    counts[id as usize] += 1;
+                }
+            }
+            Some((std::sync::Arc::new(Sampler::new(&counts, power)), samples))
+        }
+    };
+    std::fs::create_dir_all(&opts.out)
+        .map_err(|e| Error::Invalid(format!("{}: {e}", opts.out.display())))?;
+    let out = |f: &str| opts.out.join(f);
+
+    device.seed(t.seed);
+    let mut model = cfg.model.init(src_vocab.len(), tgt_vocab.len(), device);
+    let mut state = NmtState {
+        config: cfg.clone(),
+        src_vocab: src_vocab.len(),
+        tgt_vocab: tgt_vocab.len(),
+        epochs_done: 0,
+        lr: t.lr,
+        best_valid_bleu: f64::NEG_INFINITY,
+        history: Vec::new(),
+    };
+    if opts.resume {
+        (state, model) = resume(cfg, &state, &opts.out, model)?;
+        eprintln!(
+            "resuming {} after epoch {} (lr {}, best valid BLEU {:.2})",
+            opts.out.display(),
+            state.epochs_done,
+            state.lr,
+            state.best_valid_bleu
+        );
+    } else if out(STATE_FILE).exists() {
+        return Err(Error::Invalid(format!(
+            "{} already holds a training run; pass --resume to continue it or choose another --out",
+            opts.out.display()
+        )));
+    }
+    write_text(
+        &out("config.json"),
+        &serde_json::to_string_pretty(cfg).unwrap(),
+    )?;
+    write_text(&out("src.vocab"), &vocab_text(&src_vocab))?;
+    write_text(&out("tgt.vocab"), &vocab_text(&tgt_vocab))?;
+    let earlier = if opts.resume {
+        std::fs::read_to_string(out("command.txt")).unwrap_or_default()
+    } else {
+        String::new()
+    };
+    write_text(&out("command.txt"), &format!("{earlier}{}\n", opts.command))?;
+    eprintln!(
+        "{} training pairs ({skipped_long} longer than {} skipped), vocabularies {} → {} words",
+        train.pairs.len(),
+        t.max_len,
+        src_vocab.len(),
+        tgt_vocab.len()
+    );
+
+    let mut optim = AdamConfig::new()
+        .with_grad_clipping(Some(GradientClippingConfig::Norm(t.clip_norm as f32)))
+        .init();
+    let ops = Ops::for_device(device);
+    let pad = tgt_vocab.eos();
+    let mut trained = std::time::Duration::ZERO;
+    for epoch in state.epochs_done + 1..=t.epochs {
+        if opts.budget.is_some_and(|b| trained >= b) {
+            eprintln!(
+                "time budget spent after {:.0} s of training",
+                trained.as_secs_f64()
+            );
+            break;
+        }
+        device.seed(t.seed.wrapping_add(epoch as u64));
+        let started = Instant::now();
+        let order = batches(&train.pairs, t.batch_size, t.seed ^ epoch as u64);
+        let n_batches = order.len().min(opts.max_batches.unwrap_or(usize::MAX));
+        let total_tokens: usize = order[..n_batches]
+            .iter()
+            .flat_map(|b| b.iter().map(|&i| train.pairs[i].1.len()))
+            .sum();
+        let bar = progress_bar(
+            opts.progress,
+            total_tokens as u64,
+            &format!("epoch {epoch}/{}", t.epochs),
+            "target tokens",
+        );
+        let (mut loss_sum, mut tokens) = (0.0f64, 0usize);
+        let mut phases = Phases::default();
+        for (i, ids) in order.iter().take(n_batches).enumerate() {
+            if opts
+                .budget
+                .is_some_and(|b| trained + started.elapsed() >= b)
+            {
+                break;
+            }
+            let batch = make_batch(&train.pairs, ids, pad);
+            let negatives = sampler
+                .as_ref()
+                .map(|(s, n)| s.draw(*n, t.seed ^ ((epoch as u64) << 40) ^ i as u64));
+            let mut clock = Instant::now();
+            let loss = model.loss(&batch, ops, negatives.as_ref());
+            phases.forward_s += lap(&mut clock);
+            let grads = GradientsParams::from_grads(loss.backward(), &model);
+            let loss = loss.into_scalar::<f32>() as f64;
+            phases.backward_s += lap(&mut clock);
+            if !loss.is_finite() {
+                return Err(Error::Invalid(format!(
+                    "training diverged in epoch {epoch} (loss {loss}); lower train.lr in the config"
+                )));
+            }
+            model = optim.step(state.lr, model, grads);
+            phases.step_s += lap(&mut clock);
+            loss_sum += loss * batch.num_targets() as f64;
+            tokens += batch.num_targets();
+            bar.inc(batch.num_targets() as u64);
+            bar.set_message(format!(
+                "ppl {:.1} · {:.0} tok/s",
+                (loss_sum / tokens as f64).exp(),
+                tokens as f64 / started.elapsed().as_secs_f64()
+            ));
+        }
+        bar.finish_and_clear();
+        trained += started.elapsed();
+        let seconds = started.elapsed().as_secs_f64();
+        if tokens == 0 {
+            break;
+        }
+        let inference = model.valid();
+        let valid_ppl = perplexity(&inference, &valid, t.batch_size, pad);
+        let hyps = translate_greedy(&inference, &valid, &tgt_vocab, t.batch_size);
+        let valid_bleu = bleu::corpus_bleu(&hyps, &valid.references).score;
+        let record = NmtEpoch {
+            epoch,
+            lr: state.lr,
+            train_ppl: (loss_sum / tokens as f64).exp(),
+            valid_ppl,
+            valid_bleu,
+            seconds,
+            tokens_per_s: tokens as f64 / seconds,
+            phases,
+        };
+        let line = format!(
+            "epoch {epoch:>3} | lr {:.5} | train ppl {:8.2}{} | valid ppl {:8.2} | valid BLEU {:5.2} (greedy) | {:.0} s | {:.0} tok/s | {}",
+            record.lr,
+            record.train_ppl,
+            if sampler.is_some() { " (sampled loss)" } else { "" },
+            record.valid_ppl,
+            record.valid_bleu,
+            record.seconds,
+            record.tokens_per_s,
+            phases.summary()
+        );
+        eprintln!("{line}");
+        append_line(&out("train.log"), &line)?;
+        if !valid_ppl.is_finite() {
+            return Err(Error::Invalid(format!(
+                "validation perplexity is {valid_ppl} after epoch {epoch}; lower train.lr"
+            )));
+        }
+        if valid_bleu > state.best_valid_bleu {
+            state.best_valid_bleu = valid_bleu;
+            save_module(&model, &out(BEST))?;
+            crate::export_nmt::export(&inference, &src_vocab, &tgt_vocab, &cfg.model, &opts.out)?;
+        }
+        state.history.push(record);
+        state.epochs_done = epoch;
+        if epoch >= t.decay_from_epoch {
+            state.lr *= t.lr_decay;
+        }
+        save_module(&model, &out(CHECKPOINT))?;
+        write_text(
+            &out(STATE_FILE),
+            &serde_json::to_string_pretty(&state).unwrap(),
+        )?;
+    }
+    if state.history.is_empty() {
+        return Err(Error::Invalid(
+            "the time budget (--budget-minutes) ran out before the first batch was trained; give it more time".into(),
+        ));
+    }
+    let best = load_module(
+        cfg.model.init(src_vocab.len(), tgt_vocab.len(), device),
+        &out(BEST),
+    )?;
+    crate::export_nmt::export(&best.valid(), &src_vocab, &tgt_vocab, &cfg.model, &opts.out)?;
+    let best_epoch = state
+        .history
+        .iter()
+        .max_by(|a, b| a.valid_bleu.total_cmp(&b.valid_bleu))
+        .expect("at least one epoch");
+    let metrics = NmtMetrics {
+        best_epoch: best_epoch.epoch,
+        valid_bleu: best_epoch.valid_bleu,
+        valid_ppl: best_epoch.valid_ppl,
+        epochs: state.history.clone(),
+        skipped_long,
+    };
+    write_text(
+        &out("metrics.json"),
+        &serde_json::to_string_pretty(&metrics).unwrap(),
+    )?;
+    Ok(metrics)
+}
+
+/// Perplexity of the targets of `data` under teacher forcing (full softmax, no autodiff).
+pub fn perplexity(model: &Translator, data: &Parallel, batch_size: usize, pad: u32) -> f64 {
+    let device = model.src_embedding.weight.device();
+    let ops = Ops::for_device(&device);
+    let (mut nll, mut n) = (0.0f64, 0usize);
+    for ids in batches(&data.pairs, batch_size, 0) {
+        let batch = make_batch(&data.pairs, &ids, pad);
+        let loss = model.loss(&batch, ops, None).into_scalar::<f32>() as f64;
+        nll += loss * batch.num_targets() as f64;
+        n += batch.num_targets();
+    }
+    (nll / n.max(1) as f64).exp()
+}
+
+/// Greedy translations of every source of `data`, detokenized, in input order.
+pub fn translate_greedy(
+    model: &Translator,
+    data: &Parallel,
+    tgt_vocab: &Vocab,
+    batch_size: usize,
+) -> Vec<String> {
+    let device = model.src_embedding.weight.device();
+    let mut out = vec![String::new(); data.pairs.len()];
+    for ids in batches(&data.pairs, batch_size, 0) {
+        let s = data.pairs[ids[0]].0.len();
+        let src: Vec<i64> = ids
+            .iter()
+            .flat_map(|&i| data.pairs[i].0.iter().map(|&x| x as i64))
+            .collect();
+        let src = Tensor::<2, Int>::from_data(TensorData::new(src, [ids.len(), s]), &device);
+        let hyps = model.greedy(src, tgt_vocab.eos(), 2 * s + 10);
+        for (&i, hyp) in ids.iter().zip(hyps) {
+            let words: Vec<&str> = hyp.iter().map(|&y| tgt_vocab.word(y)).collect();
+            out[i] = text::detokenize(&words);
+        }
+    }
+    out
+}
+
+fn resume(
+    cfg: &NmtExperimentConfig,
+    fresh: &NmtState,
+    dir: &Path,
+    model: Translator,
+) -> Result<(NmtState, Translator)> {
+    let path = dir.join(STATE_FILE);
+    let text = std::fs::read_to_string(&path).map_err(|e| {
+        Error::Invalid(format!(
+            "{}: {e}; there is no run to resume here — drop --resume to start one",
+            path.display()
+        ))
+    })?;
+    let state: NmtState = serde_json::from_str(&text)
+        .map_err(|e| Error::Invalid(format!("{}: corrupt training state ({e})", path.display())))?;
+    if state.config.model != cfg.model
+        || state.src_vocab != fresh.src_vocab
+        || state.tgt_vocab != fresh.tgt_vocab
+    {
+        return Err(Error::Invalid(format!(
+            "{}: the checkpoint was trained with another model config or vocabulary than the one given; resume with the original config or choose another --out",
+            path.display()
+        )));
+    }
+    if state.config.train != cfg.train {
+        eprintln!(
+            "note: training settings differ from the checkpoint's; continuing with the new ones"
+        );
+    }
+    let model = load_module(model, &dir.join(CHECKPOINT))?;
+    Ok((state, model))
+}
+
+fn vocab_text(v: &Vocab) -> String {
+    (0..v.len() as u32)
+        .map(|i| format!("{}\n", v.word(i)))
+        .collect()
+}

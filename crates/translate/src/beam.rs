@@ -1,0 +1,298 @@
+//! Beam search over a batch of sentences: the live hypotheses of every sentence are the rows of
+//! one decoder step (one matrix product per layer for all of them), each sentence keeps its own
+//! beam, finished hypotheses shrink it (so a sentence stops once it holds `beam` of them), and
+//! scores are length-normalised (`log p / len^α`).
+
+use std::time::Instant;
+
+use fastsoftmax_infer::{log_sum_exp, Error, Result, TopK, K_MAX};
+
+use crate::engine::{lap, Encoded, Profile, Scratch, Translator};
+use crate::text;
+
+/// How to search and what to return.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SearchOptions {
+    /// Hypotheses kept per sentence, 1 (greedy) to 10.
+    pub beam: usize,
+    /// Translations returned per sentence (at most `beam`).
+    pub n_best: usize,
+    /// α of the length normalisation `log p / len^α` (0: none; 1: mean log-probability).
+    pub length_norm: f32,
+    /// Source sentences longer than this many tokens are cut to it (a warning is the caller's).
+    pub max_source_tokens: usize,
+    /// Replace each `<unk>` of the output by the source word the decoder attended to most.
+    pub replace_unk: bool,
+}
+
+impl Default for SearchOptions {
+    fn default() -> Self {
+        SearchOptions {
+            beam: 5,
+            n_best: 1,
+            length_norm: 1.0,
+            max_source_tokens: 250,
+            replace_unk: true,
+        }
+    }
+}
+
+impl SearchOptions {
+    /// Why these options cannot run, if they cannot.
+    pub fn check(&self) -> Result<()> {
+        if !(1..=K_MAX).contains(&self.beam) {
+            return Err(Error::Invalid(format!(
+                "beam size {} is outside 1..={K_MAX}; use --beam 1 for greedy decoding, 5 for the usual beam",
+                self.beam
+            )));
+        }
+        if !(1..=self.beam).contains(&self.n_best) {
+            return Err(Error::Invalid(format!(
+                "n-best {} must be between 1 and the beam size {}",
+                self.n_best, self.beam
+            )));
+        }
+        if !self.length_norm.is_finite() || self.length_norm < 0.0 {
+            return Err(Error::Invalid(format!(
+                "length normalisation α = {} must be a finite number ≥ 0",
+                self.length_norm
+            )));
+        }
+        if self.max_source_tokens == 0 {
+            return Err(Error::Invalid(
+                "max_source_tokens must be at least 1".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// One translation of a sentence.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Translation {
+    /// Detokenized text.
+    pub text: String,
+    /// Target tokens (after `<unk>` replacement), without `<eos>`.
+    pub tokens: Vec<String>,
+    /// Target ids, without `<eos>`.
+    pub ids: Vec<u32>,
+    /// Total log-probability (with `<eos>`).
+    pub log_prob: f64,
+    /// `log_prob / len^α`, what the beam ranks by.
+    pub score: f64,
+}
+
+/// A source line made ready for the encoder.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Source {
+    /// Tokens of the line (cut to `max_source_tokens`).
+    pub tokens: Vec<String>,
+    /// Their ids and `<eos>`.
+    pub ids: Vec<u32>,
+    /// Tokens cut off the end.
+    pub truncated: usize,
+}
+
+#[derive(Debug, Clone)]
+struct Hyp {
+    ids: Vec<u32>,
+    attended: Vec<u32>,
+    log_prob: f64,
+}
+
+impl Translator {
+    /// Tokenizes a source line, maps unknown words to `<unk>`, cuts it to
+    /// `max_source_tokens` and appends `<eos>`.
+    pub fn source(&self, line: &str, max_source_tokens: usize) -> Source {
+        let mut tokens = text::tokenize(line);
+        let truncated = tokens.len().saturating_sub(max_source_tokens);
+        tokens.truncate(max_source_tokens);
+        let vocab = self.src_vocab();
+        let mut ids: Vec<u32> = tokens.iter().map(|t| vocab.id_or_unk(t)).collect();
+        ids.push(vocab.eos());
+        Source {
+            tokens,
+            ids,
+            truncated,
+        }
+    }
+
+    /// Translates a batch of prepared sources; per source its `n_best` translations, best
+    /// first. An empty source (no tokens) translates to one empty translation.
+    pub fn search(
+        &self,
+        sources: &[Source],
+        opts: &SearchOptions,
+        profile: &mut Profile,
+    ) -> Result<Vec<Vec<Translation>>> {
+        opts.check()?;
+        let mut results: Vec<Vec<Translation>> = vec![Vec::new(); sources.len()];
+        // Sentences with tokens go through the network; empty lines stay empty.
+        let active: Vec<usize> = (0..sources.len())
+            .filter(|&i| !sources[i].tokens.is_empty())
+            .collect();
+        for (i, s) in sources.iter().enumerate() {
+            if s.tokens.is_empty() {
+                results[i].push(Translation {
+                    text: String::new(),
+                    tokens: Vec::new(),
+                    ids: Vec::new(),
+                    log_prob: 0.0,
+                    score: 0.0,
+                });
+            }
+        }
+        if active.is_empty() {
+            return Ok(results);
+        }
+        let mut clock = Instant::now();
+        let srcs: Vec<&[u32]> = active.iter().map(|&i| sources[i].ids.as_slice()).collect();
+        let encoded: Vec<Encoded> = self.encode_batch(&srcs)?;
+        profile.encoder += lap(&mut clock);
+
+        let eos = self.tgt_vocab().eos();
+        let (d_h, d_a, v) = (
+            self.spec().d_hidden,
+            self.spec().d_attn,
+            self.spec().tgt_vocab_size,
+        );
+        let k = opts.beam;
+        let mut rows = self.initial_rows(&encoded);
+        // Per row: its hypothesis; per sentence: finished hypotheses.
+        let mut hyps: Vec<Hyp> = vec![
+            Hyp {
+                ids: Vec::new(),
+                attended: Vec::new(),
+                log_prob: 0.0,
+            };
+            encoded.len()
+        ];
+        let mut finished: Vec<Vec<(f64, Hyp)>> = vec![Vec::new(); encoded.len()];
+        let max_len: Vec<usize> = encoded.iter().map(|e| 2 * e.len + 10).collect();
+        let norm = |h: &Hyp| h.log_prob / ((h.ids.len() + 1) as f64).powf(opts.length_norm as f64);
+        let mut scratch = Scratch::default();
+        let mut tops: Vec<TopK> = Vec::new();
+        let mut log_z: Vec<f64> = Vec::new();
+        let mut prev: Vec<u32> = vec![eos; encoded.len()];
+        let mut step = 0;
+        while !rows.is_empty() {
+            profile.beam += lap(&mut clock);
+            self.step(&prev, &mut rows, &encoded, &mut scratch, profile);
+            let mut clock_out = Instant::now();
+            let n = rows.len();
+            tops.resize_with(n, || TopK::new(k));
+            log_z.resize(n, 0.0);
+            for r in 0..n {
+                let logits = &scratch.logits[r * v..(r + 1) * v];
+                log_z[r] = log_sum_exp(logits);
+                tops[r].reset(k);
+                push_all(logits, &mut tops[r]);
+            }
+            profile.output += lap(&mut clock_out);
+            clock = Instant::now();
+            // Choose per sentence among the children of its live rows.
+            let mut parents = Vec::new();
+            let mut next_hyps = Vec::new();
+            let mut next_prev = Vec::new();
+            let mut r = 0;
+            while r < n {
+                let s = rows.sentence[r];
+                let mut end = r;
+                while end < n && rows.sentence[end] == s {
+                    end += 1;
+                }
+                let mut cands: Vec<(f64, usize, u32)> = Vec::with_capacity((end - r) * k);
+                for (row, top) in tops.iter().enumerate().take(end).skip(r) {
+                    for sc in top.as_slice() {
+                        let lp = sc.logit as f64 - log_z[row];
+                        cands.push((hyps[row].log_prob + lp, row, sc.id));
+                    }
+                }
+                // Best first; ties to the earlier row, then the lower id (greedy = argmax).
+                cands.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)));
+                let room = k - finished[s].len();
+                let last = step + 1 >= max_len[s];
+                for &(lp, row, id) in cands.iter().take(room) {
+                    let mut h = hyps[row].clone();
+                    h.log_prob = lp;
+                    if id == eos || last {
+                        if id != eos {
+                            h.ids.push(id);
+                            h.attended.push(scratch.attended[row]);
+                        }
+                        finished[s].push((norm(&h), h));
+                    } else {
+                        h.ids.push(id);
+                        h.attended.push(scratch.attended[row]);
+                        parents.push(row);
+                        next_hyps.push(h);
+                        next_prev.push(id);
+                    }
+                }
+                r = end;
+            }
+            rows = rows.gather(&parents, d_h, d_a);
+            hyps = next_hyps;
+            prev = next_prev;
+            step += 1;
+        }
+        for (j, &i) in active.iter().enumerate() {
+            let mut fin = std::mem::take(&mut finished[j]);
+            fin.sort_by(|a, b| b.0.total_cmp(&a.0));
+            results[i] = fin
+                .into_iter()
+                .take(opts.n_best)
+                .map(|(score, h)| self.finish(h, score, &sources[i], opts.replace_unk))
+                .collect();
+        }
+        profile.beam += lap(&mut clock);
+        Ok(results)
+    }
+
+    fn finish(&self, h: Hyp, score: f64, src: &Source, replace_unk: bool) -> Translation {
+        let vocab = self.tgt_vocab();
+        let unk = vocab.unk();
+        let tokens: Vec<String> = h
+            .ids
+            .iter()
+            .zip(&h.attended)
+            .map(|(&id, &pos)| match src.tokens.get(pos as usize) {
+                Some(word) if replace_unk && id == unk => word.clone(),
+                _ => vocab.word(id).to_string(),
+            })
+            .collect();
+        Translation {
+            text: text::detokenize(&tokens),
+            tokens,
+            ids: h.ids,
+            log_prob: h.log_prob,
+            score,
+        }
+    }
+
+    /// Translates lines of text (one sentence each) in batches of `batch` sentences; per line
+    /// its `n_best` translations. Line `i` of the result is the translation of line `i`.
+    pub fn translate(
+        &self,
+        lines: &[&str],
+        opts: &SearchOptions,
+        profile: &mut Profile,
+    ) -> Result<Vec<Vec<Translation>>> {
+        let sources: Vec<Source> = lines
+            .iter()
+            .map(|l| self.source(l, opts.max_source_tokens))
+            .collect();
+        self.search(&sources, opts, profile)
+    }
+}
+
+/// Offers every logit of a row to `out` (ids are positions).
+fn push_all(logits: &[f32], out: &mut TopK) {
+    let mut thr = out.threshold();
+    for (i, &l) in logits.iter().enumerate() {
+        if l > thr {
+            out.push(i as u32, l);
+            thr = out.threshold();
+        }
+    }
+}

@@ -1,0 +1,500 @@
+//! The translator, burn-free: encoder, decoder step with attention and input feeding, and the
+//! output layer, every product on `fastsoftmax_infer`'s packed kernels.
+//!
+//! Shapes follow `fastsoftmax_nn::seq2seq` (which trains the same network): `S` source tokens,
+//! `n` decoder rows (the live hypotheses of every sentence in a batch, one matrix product per
+//! layer for all of them), `E` embedding, `H` hidden, `A` attentional vector, `V` target words.
+
+use std::path::Path;
+
+use fastsoftmax_infer::heads::FullHead;
+use fastsoftmax_infer::kernels::PackedMatrix;
+use fastsoftmax_infer::model::artifact::Cell;
+use fastsoftmax_infer::model::lm::cell_update;
+use fastsoftmax_infer::{Error, Result, Vocab};
+
+use crate::artifact::{NmtSpec, NmtWeights};
+
+/// One recurrent layer (one direction) packed for the engine.
+struct Rnn {
+    cell: Cell,
+    d_h: usize,
+    /// `W_ih [G·d_h, d_in]` with `b_ih` (+ `b_hh` for LSTM, whose biases simply add).
+    w_ih: PackedMatrix,
+    /// `W_hh [G·d_h, d_h]` with `b_hh` for GRU (it sits inside the reset gate), zero for LSTM.
+    w_hh: PackedMatrix,
+}
+
+impl Rnn {
+    fn new(w: &NmtWeights, prefix: &str, cell: Cell, d_in: usize, d_h: usize) -> Rnn {
+        let g = cell.gates() * d_h;
+        let (b_ih, b_hh) = (
+            w.get(&format!("{prefix}.b_ih")),
+            w.get(&format!("{prefix}.b_hh")),
+        );
+        let (bx, bh) = match cell {
+            Cell::Lstm => (
+                b_ih.iter().zip(b_hh).map(|(a, b)| a + b).collect(),
+                vec![0.0; g],
+            ),
+            Cell::Gru => (b_ih.to_vec(), b_hh.to_vec()),
+        };
+        Rnn {
+            cell,
+            d_h,
+            w_ih: PackedMatrix::new(w.get(&format!("{prefix}.w_ih")), &bx, d_in, None),
+            w_hh: PackedMatrix::new(w.get(&format!("{prefix}.w_hh")), &bh, d_h, None),
+        }
+    }
+
+    /// One cell update from the input and recurrent pre-activations `gx`, `gh` `[G·d_h]`.
+    #[inline]
+    fn update(&self, gx: &[f32], gh: &[f32], h: &mut [f32], c: &mut [f32]) {
+        debug_assert_eq!(h.len(), self.d_h);
+        cell_update(self.cell, gx, gh, h, c);
+    }
+}
+
+/// A loaded translator.
+pub struct Translator {
+    spec: NmtSpec,
+    src_vocab: Vocab,
+    tgt_vocab: Vocab,
+    /// [Vs, E]
+    src_embedding: Vec<f32>,
+    /// [Vt, E]
+    tgt_embedding: Vec<f32>,
+    /// Per layer: forward and backward direction.
+    encoder: Vec<[Rnn; 2]>,
+    decoder: Vec<Rnn>,
+    /// `W_a [H, H]`: `keys = enc · W_aᵀ`.
+    attn_score: PackedMatrix,
+    /// `W_c [A, 2H]`: `h̃ = tanh(W_c [c; h])`.
+    attn_out: PackedMatrix,
+    head: FullHead,
+}
+
+/// What the decoder attends to for one sentence.
+pub struct Encoded {
+    /// Source length `S` (with its `<eos>`).
+    pub len: usize,
+    /// [S, H]
+    pub enc: Vec<f32>,
+    /// [S, H]
+    pub keys: Vec<f32>,
+    /// Initial decoder state per decoder layer: `h`, `c` `[H]`.
+    pub init: Vec<(Vec<f32>, Vec<f32>)>,
+}
+
+/// The decoder's rows: one per live hypothesis, each attending to one sentence.
+#[derive(Debug, Clone, Default)]
+pub struct Rows {
+    /// Per decoder layer `[n, H]`.
+    pub h: Vec<Vec<f32>>,
+    pub c: Vec<Vec<f32>>,
+    /// `h̃` of the last step `[n, A]` (input feeding).
+    pub feed: Vec<f32>,
+    /// The sentence (index into the batch's [`Encoded`]) of each row.
+    pub sentence: Vec<usize>,
+}
+
+impl Rows {
+    pub fn len(&self) -> usize {
+        self.sentence.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.sentence.is_empty()
+    }
+
+    /// The rows `parents` (in that order), e.g. the parents of the surviving hypotheses.
+    pub fn gather(&self, parents: &[usize], d_h: usize, d_a: usize) -> Rows {
+        let pick = |m: &[f32], d: usize| -> Vec<f32> {
+            parents
+                .iter()
+                .flat_map(|&p| m[p * d..(p + 1) * d].iter().copied())
+                .collect()
+        };
+        Rows {
+            h: self.h.iter().map(|m| pick(m, d_h)).collect(),
+            c: self.c.iter().map(|m| pick(m, d_h)).collect(),
+            feed: pick(&self.feed, d_a),
+            sentence: parents.iter().map(|&p| self.sentence[p]).collect(),
+        }
+    }
+}
+
+/// Scratch buffers of one decoder step, reused across steps.
+#[derive(Default)]
+pub struct Scratch {
+    x: Vec<f32>,
+    gx: Vec<f32>,
+    gh: Vec<f32>,
+    cat: Vec<f32>,
+    scores: Vec<f32>,
+    /// [n, V] after [`Translator::step`]
+    pub logits: Vec<f32>,
+    /// Per row: the source position with the most attention this step.
+    pub attended: Vec<u32>,
+}
+
+/// Seconds of a translation spent per component (the OpenNMT paper's Figure 2).
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize)]
+pub struct Profile {
+    pub encoder: f64,
+    /// Decoder recurrent layers (input products, recurrent products, cell updates).
+    pub decoder_rnn: f64,
+    /// Attention scores, softmax, context and the `h̃` product.
+    pub attention: f64,
+    /// The output layer and its softmax (normaliser and top-k).
+    pub output: f64,
+    /// Beam search: choosing, reordering and finishing hypotheses.
+    pub beam: f64,
+}
+
+impl Profile {
+    pub fn total(&self) -> f64 {
+        self.encoder + self.decoder_rnn + self.attention + self.output + self.beam
+    }
+
+    pub fn add(&mut self, o: &Profile) {
+        self.encoder += o.encoder;
+        self.decoder_rnn += o.decoder_rnn;
+        self.attention += o.attention;
+        self.output += o.output;
+        self.beam += o.beam;
+    }
+}
+
+/// Seconds since `clock`, which moves to now.
+pub(crate) fn lap(clock: &mut std::time::Instant) -> f64 {
+    let now = std::time::Instant::now();
+    let s = now.duration_since(*clock).as_secs_f64();
+    *clock = now;
+    s
+}
+
+impl Translator {
+    /// Loads and validates the artifact in `dir` (see [`crate::artifact`]).
+    pub fn load(dir: &Path) -> Result<Self> {
+        Self::from_weights(NmtWeights::load(dir)?)
+    }
+
+    pub fn from_weights(w: NmtWeights) -> Result<Self> {
+        w.validate(Path::new("<weights>"))?;
+        let s = w.spec;
+        let half = s.d_hidden / 2;
+        let encoder = (0..s.enc_layers)
+            .map(|l| {
+                let d_in = if l == 0 { s.d_embed } else { s.d_hidden };
+                [
+                    Rnn::new(&w, &format!("encoder.{l}.fwd"), s.cell, d_in, half),
+                    Rnn::new(&w, &format!("encoder.{l}.bwd"), s.cell, d_in, half),
+                ]
+            })
+            .collect();
+        let decoder = (0..s.dec_layers)
+            .map(|l| {
+                let d_in = if l == 0 {
+                    s.d_embed + s.d_attn
+                } else {
+                    s.d_hidden
+                };
+                Rnn::new(&w, &format!("decoder.{l}"), s.cell, d_in, s.d_hidden)
+            })
+            .collect();
+        let no_bias = |n| vec![0.0; n];
+        Ok(Translator {
+            encoder,
+            decoder,
+            attn_score: PackedMatrix::new(
+                w.get("attn.score"),
+                &no_bias(s.d_hidden),
+                s.d_hidden,
+                None,
+            ),
+            attn_out: PackedMatrix::new(
+                w.get("attn.out"),
+                &no_bias(s.d_attn),
+                2 * s.d_hidden,
+                None,
+            ),
+            head: FullHead::new(w.output_matrix(), w.get("output.bias"), s.d_attn)?,
+            src_embedding: w.get("src_embedding").to_vec(),
+            tgt_embedding: w.get("tgt_embedding").to_vec(),
+            spec: s,
+            src_vocab: w.src_vocab,
+            tgt_vocab: w.tgt_vocab,
+        })
+    }
+
+    pub fn spec(&self) -> &NmtSpec {
+        &self.spec
+    }
+
+    pub fn src_vocab(&self) -> &Vocab {
+        &self.src_vocab
+    }
+
+    pub fn tgt_vocab(&self) -> &Vocab {
+        &self.tgt_vocab
+    }
+
+    /// The output layer as a head (the next issue screens it).
+    pub fn head(&self) -> &FullHead {
+        &self.head
+    }
+
+    /// Encodes one source sentence: ids `[S]` (ending with `<eos>`, all in the vocabulary).
+    pub fn encode(&self, src: &[u32]) -> Result<Encoded> {
+        Ok(self
+            .encode_batch(&[src])?
+            .pop()
+            .expect("one sentence in, one out"))
+    }
+
+    /// Encodes a batch of source sentences of any lengths. Each layer's input products for all
+    /// tokens of all sentences are one batched product; the recurrence runs the sentences in
+    /// lockstep, longest first, so each step's recurrent product is one batched product over
+    /// the sentences still running (the backward direction starts every sentence at its own
+    /// last token).
+    pub fn encode_batch(&self, srcs: &[&[u32]]) -> Result<Vec<Encoded>> {
+        let (e, h) = (self.spec.d_embed, self.spec.d_hidden);
+        let half = h / 2;
+        for src in srcs {
+            if src.is_empty() {
+                return Err(Error::Invalid(
+                    "cannot encode an empty source: it holds at least <eos>".into(),
+                ));
+            }
+            if let Some(&bad) = src
+                .iter()
+                .find(|&&i| i as usize >= self.spec.src_vocab_size)
+            {
+                return Err(Error::Invalid(format!(
+                    "source id {bad} is outside the source vocabulary of {} words",
+                    self.spec.src_vocab_size
+                )));
+            }
+        }
+        // Longest first: the sentences still running at step k are a prefix.
+        let mut order: Vec<usize> = (0..srcs.len()).collect();
+        order.sort_by_key(|&i| std::cmp::Reverse(srcs[i].len()));
+        let lens: Vec<usize> = order.iter().map(|&i| srcs[i].len()).collect();
+        let offsets: Vec<usize> = lens
+            .iter()
+            .scan(0, |acc, &l| {
+                let o = *acc;
+                *acc += l;
+                Some(o)
+            })
+            .collect();
+        let total: usize = lens.iter().sum();
+        let n = srcs.len();
+        let mut x: Vec<f32> = order
+            .iter()
+            .flat_map(|&i| srcs[i].iter())
+            .flat_map(|&w| {
+                self.src_embedding[w as usize * e..(w as usize + 1) * e]
+                    .iter()
+                    .copied()
+            })
+            .collect();
+        let mut finals = Vec::with_capacity(self.encoder.len());
+        for layer in &self.encoder {
+            let mut out = vec![0.0f32; total * h];
+            let mut fin_h = vec![0.0f32; n * h];
+            let mut fin_c = vec![0.0f32; n * h];
+            for (dir, rnn) in layer.iter().enumerate() {
+                let g = rnn.cell.gates() * half;
+                let mut gx = vec![0.0f32; total * g];
+                rnn.w_ih.logits_batch(&x, &mut gx);
+                let mut gh = vec![0.0f32; n * g];
+                let (mut hs, mut cs) = (vec![0.0f32; n * half], vec![0.0f32; n * half]);
+                for k in 0..lens.first().copied().unwrap_or(0) {
+                    let m = lens.partition_point(|&l| l > k);
+                    rnn.w_hh.logits_batch(&hs[..m * half], &mut gh[..m * g]);
+                    for r in 0..m {
+                        let t = if dir == 0 { k } else { lens[r] - 1 - k };
+                        let pos = offsets[r] + t;
+                        let (hr, cr) = (
+                            &mut hs[r * half..(r + 1) * half],
+                            &mut cs[r * half..(r + 1) * half],
+                        );
+                        rnn.update(&gx[pos * g..(pos + 1) * g], &gh[r * g..(r + 1) * g], hr, cr);
+                        out[pos * h + dir * half..pos * h + (dir + 1) * half].copy_from_slice(hr);
+                    }
+                }
+                for r in 0..n {
+                    fin_h[r * h + dir * half..r * h + (dir + 1) * half]
+                        .copy_from_slice(&hs[r * half..(r + 1) * half]);
+                    fin_c[r * h + dir * half..r * h + (dir + 1) * half]
+                        .copy_from_slice(&cs[r * half..(r + 1) * half]);
+                }
+            }
+            finals.push((fin_h, fin_c));
+            x = out;
+        }
+        let mut keys = vec![0.0f32; total * h];
+        self.attn_score.logits_batch(&x, &mut keys);
+        let skip = self.encoder.len() - self.decoder.len();
+        let mut encoded: Vec<Option<Encoded>> = (0..n).map(|_| None).collect();
+        for (r, &i) in order.iter().enumerate() {
+            let span = offsets[r] * h..(offsets[r] + lens[r]) * h;
+            encoded[i] = Some(Encoded {
+                len: lens[r],
+                enc: x[span.clone()].to_vec(),
+                keys: keys[span].to_vec(),
+                init: finals[skip..]
+                    .iter()
+                    .map(|(fh, fc)| {
+                        (
+                            fh[r * h..(r + 1) * h].to_vec(),
+                            fc[r * h..(r + 1) * h].to_vec(),
+                        )
+                    })
+                    .collect(),
+            });
+        }
+        Ok(encoded
+            .into_iter()
+            .map(|e| e.expect("every sentence encoded"))
+            .collect())
+    }
+
+    /// One decoder row per sentence, in its initial state.
+    pub fn initial_rows(&self, encoded: &[Encoded]) -> Rows {
+        let n_layers = self.decoder.len();
+        let mut rows = Rows {
+            h: vec![Vec::new(); n_layers],
+            c: vec![Vec::new(); n_layers],
+            feed: vec![0.0; encoded.len() * self.spec.d_attn],
+            sentence: (0..encoded.len()).collect(),
+        };
+        for enc in encoded {
+            for (l, (h, c)) in enc.init.iter().enumerate() {
+                rows.h[l].extend_from_slice(h);
+                rows.c[l].extend_from_slice(c);
+            }
+        }
+        rows
+    }
+
+    /// One decoder step for every row: feeds `prev [n]` (the previous target ids; `<eos>` at
+    /// the start), updates the rows, and leaves the logits `[n, V]` and the attended source
+    /// positions in `scratch`. Adds its time to `profile`.
+    pub fn step(
+        &self,
+        prev: &[u32],
+        rows: &mut Rows,
+        encoded: &[Encoded],
+        scratch: &mut Scratch,
+        profile: &mut Profile,
+    ) {
+        let mut clock = std::time::Instant::now();
+        let NmtSpec {
+            d_embed: e,
+            d_hidden: h,
+            d_attn: a,
+            tgt_vocab_size: v,
+            ..
+        } = self.spec;
+        let n = rows.len();
+        debug_assert_eq!(prev.len(), n);
+        // Layer 0's input: [embedding; fed h̃].
+        scratch.x.clear();
+        for (r, &y) in prev.iter().enumerate() {
+            let y = y as usize;
+            scratch
+                .x
+                .extend_from_slice(&self.tgt_embedding[y * e..(y + 1) * e]);
+            scratch.x.extend_from_slice(&rows.feed[r * a..(r + 1) * a]);
+        }
+        for (l, rnn) in self.decoder.iter().enumerate() {
+            let g = rnn.cell.gates() * h;
+            scratch.gx.resize(n * g, 0.0);
+            scratch.gh.resize(n * g, 0.0);
+            if l == 0 {
+                rnn.w_ih.logits_batch(&scratch.x, &mut scratch.gx);
+            } else {
+                rnn.w_ih.logits_batch(&rows.h[l - 1], &mut scratch.gx);
+            }
+            rnn.w_hh.logits_batch(&rows.h[l], &mut scratch.gh);
+            for r in 0..n {
+                rnn.update(
+                    &scratch.gx[r * g..(r + 1) * g],
+                    &scratch.gh[r * g..(r + 1) * g],
+                    &mut rows.h[l][r * h..(r + 1) * h],
+                    &mut rows.c[l][r * h..(r + 1) * h],
+                );
+            }
+        }
+        profile.decoder_rnn += lap(&mut clock);
+        // Attention: scores over the row's sentence, softmax, context; then h̃ for all rows.
+        let top = &rows.h[self.decoder.len() - 1];
+        scratch.cat.resize(n * 2 * h, 0.0);
+        scratch.attended.resize(n, 0);
+        for r in 0..n {
+            let enc = &encoded[rows.sentence[r]];
+            let q = &top[r * h..(r + 1) * h];
+            scratch.scores.clear();
+            scratch.scores.extend(
+                enc.keys
+                    .chunks_exact(h)
+                    .map(|k| fastsoftmax_infer::kernels::dot(k, q)),
+            );
+            let (mut best, mut max) = (0, f32::NEG_INFINITY);
+            for (j, &s) in scratch.scores.iter().enumerate() {
+                if s > max {
+                    (best, max) = (j, s);
+                }
+            }
+            scratch.attended[r] = best as u32;
+            let mut sum = 0.0f32;
+            for s in scratch.scores.iter_mut() {
+                *s = (*s - max).exp();
+                sum += *s;
+            }
+            let ctx = &mut scratch.cat[r * 2 * h..r * 2 * h + h];
+            ctx.fill(0.0);
+            for (alpha, row) in scratch.scores.iter().zip(enc.enc.chunks_exact(h)) {
+                let w = alpha / sum;
+                for (c, x) in ctx.iter_mut().zip(row) {
+                    *c += w * x;
+                }
+            }
+            scratch.cat[r * 2 * h + h..(r + 1) * 2 * h].copy_from_slice(q);
+        }
+        self.attn_out.logits_batch(&scratch.cat, &mut rows.feed);
+        for x in rows.feed.iter_mut() {
+            *x = x.tanh();
+        }
+        profile.attention += lap(&mut clock);
+        scratch.logits.resize(n * v, 0.0);
+        self.head
+            .matrix()
+            .logits_batch(&rows.feed, &mut scratch.logits);
+        profile.output += lap(&mut clock);
+    }
+
+    /// Teacher forcing for one sentence (export parity checks): the logits `[T, V]` after each
+    /// of `tgt_in` (which starts with `<eos>`).
+    pub fn forced_logits(&self, src: &[u32], tgt_in: &[u32]) -> Result<Vec<Vec<f32>>> {
+        let encoded = [self.encode(src)?];
+        let mut rows = self.initial_rows(&encoded);
+        let mut scratch = Scratch::default();
+        let mut profile = Profile::default();
+        let mut out = Vec::with_capacity(tgt_in.len());
+        for &y in tgt_in {
+            if y as usize >= self.spec.tgt_vocab_size {
+                return Err(Error::Invalid(format!(
+                    "target id {y} is outside the target vocabulary of {} words",
+                    self.spec.tgt_vocab_size
+                )));
+            }
+            self.step(&[y], &mut rows, &encoded, &mut scratch, &mut profile);
+            out.push(scratch.logits.clone());
+        }
+        Ok(out)
+    }
+}

@@ -1,0 +1,77 @@
+//! `fastsoftmax train-nmt`.
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+use clap::Args;
+use fastsoftmax_nn::train_nmt::{train_nmt, NmtExperimentConfig, NmtOptions};
+use fastsoftmax_nn::Backend;
+
+#[derive(Args, Debug)]
+pub struct TrainNmtArgs {
+    /// Translator config (JSON with `model` and `train` sections), e.g.
+    /// experiments/configs/bible-tiny.json.
+    #[arg(long)]
+    config: PathBuf,
+    /// Directory with {train,valid}.{SRC,TGT}, one sentence per line (see `data fetch bible`).
+    #[arg(long, default_value = "data/bible")]
+    data: PathBuf,
+    /// Source language suffix of the files.
+    #[arg(long, default_value = "en")]
+    src: String,
+    /// Target language suffix of the files.
+    #[arg(long, default_value = "de")]
+    tgt: String,
+    /// Output directory: checkpoints, logs and the exported translator.
+    #[arg(long)]
+    out: PathBuf,
+    /// Continue the run in OUT from its last checkpoint.
+    #[arg(long)]
+    resume: bool,
+    /// burn backend: flex (default), ndarray or wgpu (the latter two need the cargo feature).
+    #[arg(long, default_value = "flex")]
+    backend: String,
+    /// Stop each epoch after N batches (smoke tests).
+    #[arg(long)]
+    max_batches: Option<usize>,
+    /// Validate on the first N validation sentences only (smoke tests).
+    #[arg(long)]
+    max_valid: Option<usize>,
+    /// Stop training after this many minutes of it (validation not counted); the epoch in
+    /// progress ends early and is validated, checkpointed and exported like any other.
+    #[arg(long, value_name = "MINUTES")]
+    budget_minutes: Option<f64>,
+    /// No progress bar.
+    #[arg(long)]
+    quiet: bool,
+    /// Threads for training; default: every core.
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..))]
+    threads: Option<u16>,
+}
+
+pub fn run(a: TrainNmtArgs) -> anyhow::Result<()> {
+    super::train::set_threads(a.threads)?;
+    let cfg = NmtExperimentConfig::load(&a.config)?;
+    let backend: Backend = a.backend.parse()?;
+    let device = backend.autodiff_device()?;
+    let opts = NmtOptions {
+        data: a.data.clone(),
+        src_lang: a.src.clone(),
+        tgt_lang: a.tgt.clone(),
+        out: a.out.clone(),
+        resume: a.resume,
+        max_batches: a.max_batches,
+        max_valid: a.max_valid,
+        budget: super::train::budget(a.budget_minutes)?,
+        progress: !a.quiet,
+        command: std::env::args().collect::<Vec<_>>().join(" "),
+    };
+    let m = train_nmt(&cfg, &opts, &device)
+        .with_context(|| format!("training into {}", a.out.display()))?;
+    println!(
+        "best epoch {} · valid BLEU {:.2} (greedy) · valid ppl {:.2}",
+        m.best_epoch, m.valid_bleu, m.valid_ppl
+    );
+    println!("translator exported to {}", a.out.display());
+    Ok(())
+}

@@ -1,0 +1,210 @@
+//! `fastsoftmax translate`: the burn-free engine on lines of text.
+
+use std::io::{BufRead, Write};
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::Context;
+use clap::Args;
+use fastsoftmax_translate::{Profile, SearchOptions, Translator};
+
+#[derive(Args, Debug)]
+pub struct TranslateArgs {
+    /// Translator directory (manifest.json + model.safetensors, written by `train-nmt`).
+    #[arg(long)]
+    model: PathBuf,
+    /// Beam size, 1 (greedy) to 10.
+    #[arg(long, default_value_t = 5)]
+    beam: usize,
+    /// Sentences decoded together (their beams share every matrix product).
+    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..))]
+    batch: u32,
+    /// Translations printed per line (at most the beam size); with --json all of them, else
+    /// the extra ones as `i ||| text ||| score` lines after the best.
+    #[arg(long, default_value_t = 1)]
+    n_best: usize,
+    /// α of the length normalisation `log p / len^α` that ranks finished hypotheses.
+    #[arg(long, default_value_t = 1.0)]
+    length_norm: f32,
+    /// Source lines longer than this many tokens are cut to it (with a warning on stderr).
+    #[arg(long, default_value_t = 250)]
+    max_source_tokens: usize,
+    /// Keep `<unk>` in the output instead of copying the most attended source word.
+    #[arg(long)]
+    keep_unk: bool,
+    /// Input file, one sentence per line (default: stdin).
+    #[arg(long)]
+    input: Option<PathBuf>,
+    /// Output file (default: stdout). Line i is the translation of input line i; empty lines
+    /// stay empty.
+    #[arg(long)]
+    output: Option<PathBuf>,
+    /// One JSON object per line: {"line", "source", "translations": [{"text", "score",
+    /// "log_prob", "tokens", "ids"}]}.
+    #[arg(long)]
+    json: bool,
+    /// Write the run's numbers (lines, words, seconds, words/s, time per component) as JSON here.
+    #[arg(long)]
+    stats: Option<PathBuf>,
+}
+
+#[derive(serde::Serialize)]
+struct Stats {
+    lines: usize,
+    source_words: usize,
+    target_words: usize,
+    seconds: f64,
+    /// Target words per second, the WNMT measure.
+    words_per_s: f64,
+    beam: usize,
+    batch: u32,
+    profile: Profile,
+}
+
+pub fn run(a: TranslateArgs) -> anyhow::Result<()> {
+    match translate(a) {
+        // `translate … | head`: the reader has gone, which is not an error.
+        Err(e)
+            if e.downcast_ref::<std::io::Error>()
+                .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe) =>
+        {
+            Ok(())
+        }
+        other => other,
+    }
+}
+
+fn translate(a: TranslateArgs) -> anyhow::Result<()> {
+    let opts = SearchOptions {
+        beam: a.beam,
+        n_best: a.n_best,
+        length_norm: a.length_norm,
+        max_source_tokens: a.max_source_tokens,
+        replace_unk: !a.keep_unk,
+    };
+    opts.check()?;
+    let engine = Translator::load(&a.model)
+        .with_context(|| format!("loading the translator in {}", a.model.display()))?;
+    let input: Box<dyn BufRead> = match &a.input {
+        Some(p) => Box::new(std::io::BufReader::new(
+            std::fs::File::open(p).with_context(|| format!("opening {}", p.display()))?,
+        )),
+        None => Box::new(std::io::stdin().lock()),
+    };
+    let input_name = a
+        .input
+        .as_ref()
+        .map_or("stdin".to_string(), |p| p.display().to_string());
+    let tmp = a.output.as_ref().map(|p| p.with_extension("partial"));
+    let mut out: Box<dyn Write> = match &tmp {
+        Some(p) => Box::new(std::io::BufWriter::new(
+            std::fs::File::create(p).with_context(|| format!("creating {}", p.display()))?,
+        )),
+        None => Box::new(std::io::BufWriter::new(std::io::stdout().lock())),
+    };
+    let mut profile = Profile::default();
+    let (mut lines, mut source_words, mut target_words) = (0usize, 0usize, 0usize);
+    let mut seconds = 0.0f64;
+    let mut pending: Vec<String> = Vec::with_capacity(a.batch as usize);
+    let mut reader = input.split(b'\n');
+    // A line that cannot be read ends the input: the lines before it are still translated.
+    let mut failure: Option<anyhow::Error> = None;
+    loop {
+        let mut next = reader.next();
+        if let Some(bytes) = &next {
+            let line = match bytes {
+                Err(e) => Err(anyhow::anyhow!("reading {input_name}: {e}")),
+                Ok(b) => std::str::from_utf8(b).map_err(|e| anyhow::anyhow!(
+                    "line {} of {input_name} is not UTF-8 text ({e}); the lines before it were translated — convert the file to UTF-8 (e.g. iconv -t UTF-8)",
+                    lines + pending.len() + 1
+                )),
+            };
+            match line {
+                Ok(l) => pending.push(l.trim_end_matches('\r').to_string()),
+                Err(e) => {
+                    failure = Some(e);
+                    next = None;
+                }
+            }
+        }
+        if pending.len() == a.batch as usize || (next.is_none() && !pending.is_empty()) {
+            let sources: Vec<_> = pending
+                .iter()
+                .map(|l| engine.source(l, opts.max_source_tokens))
+                .collect();
+            for (i, s) in sources.iter().enumerate() {
+                if s.truncated > 0 {
+                    eprintln!(
+                        "warning: line {} has {} tokens; translating its first {} (raise --max-source-tokens to keep more)",
+                        lines + i + 1,
+                        s.tokens.len() + s.truncated,
+                        opts.max_source_tokens
+                    );
+                }
+                source_words += s.tokens.len();
+            }
+            let started = Instant::now();
+            let result = engine.search(&sources, &opts, &mut profile)?;
+            seconds += started.elapsed().as_secs_f64();
+            for (i, nbest) in result.iter().enumerate() {
+                target_words += nbest[0].tokens.len();
+                if a.json {
+                    let obj = serde_json::json!({
+                        "line": lines + i + 1,
+                        "source": pending[i],
+                        "translations": nbest.iter().map(|t| serde_json::json!({
+                            "text": t.text, "score": t.score, "log_prob": t.log_prob, "tokens": t.tokens, "ids": t.ids,
+                        })).collect::<Vec<_>>(),
+                    });
+                    writeln!(out, "{obj}")?;
+                } else {
+                    writeln!(out, "{}", nbest[0].text)?;
+                    for (j, t) in nbest.iter().enumerate().skip(1) {
+                        writeln!(out, "{j} ||| {} ||| {:.4}", t.text, t.score)?;
+                    }
+                }
+            }
+            out.flush()?;
+            lines += pending.len();
+            pending.clear();
+        }
+        if next.is_none() {
+            break;
+        }
+    }
+    drop(out);
+    if let Some(e) = failure {
+        return Err(e);
+    }
+    if let (Some(tmp), Some(dest)) = (&tmp, &a.output) {
+        std::fs::rename(tmp, dest).with_context(|| format!("writing {}", dest.display()))?;
+    }
+    let stats = Stats {
+        lines,
+        source_words,
+        target_words,
+        seconds,
+        words_per_s: target_words as f64 / seconds.max(1e-9),
+        beam: a.beam,
+        batch: a.batch,
+        profile,
+    };
+    let p = &stats.profile;
+    let pct = |x: f64| 100.0 * x / p.total().max(1e-12);
+    eprintln!(
+        "translated {lines} lines ({target_words} words) in {seconds:.2} s: {:.0} words/s · beam {} · batch {} · 1 thread\n\
+         time: encoder {:.0}% · decoder RNN {:.0}% · attention {:.0}% · output layer + softmax {:.0}% · beam search {:.0}%",
+        stats.words_per_s,
+        a.beam,
+        a.batch,
+        pct(p.encoder),
+        pct(p.decoder_rnn),
+        pct(p.attention),
+        pct(p.output),
+        pct(p.beam)
+    );
+    if let Some(path) = &a.stats {
+        fastsoftmax_infer::files::write_atomic(path, &serde_json::to_vec_pretty(&stats)?)?;
+    }
+    Ok(())
+}
