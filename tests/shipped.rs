@@ -93,3 +93,32 @@ fn a_byte_flipped_in_any_shipped_weights_file_is_refused() {
         }
     }
 }
+
+/// The shipped translator loads with its digest checked, translates, and a flipped byte in its
+/// weights is refused with an error that names the file.
+#[test]
+fn shipped_translator_is_verified_and_serves() {
+    use fastsoftmax_translate::{Profile, SearchOptions, Translator};
+    let dir = root().join("assets/models/bible-en-de-tiny");
+    let engine = Translator::load(&dir).unwrap();
+    let out = engine
+        .translate(
+            &["In the beginning was the Word.", ""],
+            &SearchOptions::default(),
+            &mut Profile::default(),
+        )
+        .unwrap();
+    assert!(!out[0][0].text.is_empty() && out[1][0].text.is_empty());
+    let tmp = tempfile::tempdir().unwrap();
+    copy_tree(&dir, tmp.path());
+    let weights = tmp.path().join("model.safetensors");
+    let mut bytes = std::fs::read(&weights).unwrap();
+    let i = bytes.len() / 2;
+    bytes[i] ^= 0x10;
+    std::fs::write(&weights, bytes).unwrap();
+    let err = Translator::load(tmp.path())
+        .err()
+        .expect("a changed byte is refused")
+        .to_string();
+    assert!(err.contains("model.safetensors"), "{err}");
+}

@@ -16,7 +16,8 @@ pub struct TranslateArgs {
     /// Beam size, 1 (greedy) to 10.
     #[arg(long, default_value_t = 5)]
     beam: usize,
-    /// Sentences decoded together (their beams share every matrix product).
+    /// Sentences decoded together (their beams share every matrix product). Typed input (stdin
+    /// on a terminal) is translated line by line.
     #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..))]
     batch: u32,
     /// Translations printed per line (at most the beam size); with --json all of them, else
@@ -105,7 +106,13 @@ fn translate(a: TranslateArgs) -> anyhow::Result<()> {
     let mut profile = Profile::default();
     let (mut lines, mut source_words, mut target_words) = (0usize, 0usize, 0usize);
     let mut seconds = 0.0f64;
-    let mut pending: Vec<String> = Vec::with_capacity(a.batch as usize);
+    // A person typing at a terminal wants each line back as soon as it is entered.
+    let batch = if a.input.is_none() && std::io::IsTerminal::is_terminal(&std::io::stdin()) {
+        1
+    } else {
+        a.batch as usize
+    };
+    let mut pending: Vec<String> = Vec::with_capacity(batch);
     let mut reader = input.split(b'\n');
     // A line that cannot be read ends the input: the lines before it are still translated.
     let mut failure: Option<anyhow::Error> = None;
@@ -127,7 +134,7 @@ fn translate(a: TranslateArgs) -> anyhow::Result<()> {
                 }
             }
         }
-        if pending.len() == a.batch as usize || (next.is_none() && !pending.is_empty()) {
+        if pending.len() == batch || (next.is_none() && !pending.is_empty()) {
             let sources: Vec<_> = pending
                 .iter()
                 .map(|l| engine.source(l, opts.max_source_tokens))
