@@ -178,6 +178,35 @@ fn warn_once(path: &Path, message: &str) {
     }
 }
 
+/// Serialises named f32 tensors (`(name, shape, values)`, row-major) as a safetensors file.
+/// Lengths are the caller's contract (artifacts validate before saving).
+pub fn f32_safetensors(
+    tensors: &[(String, Vec<usize>, &[f32])],
+) -> std::result::Result<Vec<u8>, String> {
+    let bytes: Vec<Vec<u8>> = tensors
+        .iter()
+        .map(|(_, _, d)| d.iter().flat_map(|x| x.to_le_bytes()).collect())
+        .collect();
+    let views: Vec<(String, safetensors::tensor::TensorView<'_>)> = tensors
+        .iter()
+        .zip(&bytes)
+        .map(|((name, shape, _), b)| {
+            let view =
+                safetensors::tensor::TensorView::new(safetensors::Dtype::F32, shape.clone(), b)
+                    .map_err(|e| format!("tensor `{name}`: {e}"))?;
+            Ok((name.clone(), view))
+        })
+        .collect::<std::result::Result<_, String>>()?;
+    safetensors::serialize(views, &None).map_err(|e| e.to_string())
+}
+
+/// The values of an f32 tensor read from a safetensors file (little-endian).
+pub fn f32_values(data: &[u8]) -> Vec<f32> {
+    data.chunks_exact(4)
+        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -210,33 +239,4 @@ mod tests {
         assert_eq!(check(&Digests::new(), "w.bin", b"x"), FileCheck::Unrecorded);
         assert!(verify(path, b"x", &Digests::new(), manifest, dir, "re-export").is_ok());
     }
-}
-
-/// Serialises named f32 tensors (`(name, shape, values)`, row-major) as a safetensors file.
-/// Lengths are the caller's contract (artifacts validate before saving).
-pub fn f32_safetensors(
-    tensors: &[(String, Vec<usize>, &[f32])],
-) -> std::result::Result<Vec<u8>, String> {
-    let bytes: Vec<Vec<u8>> = tensors
-        .iter()
-        .map(|(_, _, d)| d.iter().flat_map(|x| x.to_le_bytes()).collect())
-        .collect();
-    let views: Vec<(String, safetensors::tensor::TensorView<'_>)> = tensors
-        .iter()
-        .zip(&bytes)
-        .map(|((name, shape, _), b)| {
-            let view =
-                safetensors::tensor::TensorView::new(safetensors::Dtype::F32, shape.clone(), b)
-                    .map_err(|e| format!("tensor `{name}`: {e}"))?;
-            Ok((name.clone(), view))
-        })
-        .collect::<std::result::Result<_, String>>()?;
-    safetensors::serialize(views, &None).map_err(|e| e.to_string())
-}
-
-/// The values of an f32 tensor read from a safetensors file (little-endian).
-pub fn f32_values(data: &[u8]) -> Vec<f32> {
-    data.chunks_exact(4)
-        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-        .collect()
 }
