@@ -193,13 +193,7 @@ pub fn train(cfg: &ExperimentConfig, opts: &TrainOptions, device: &Device) -> Re
         &out("config.json"),
         &serde_json::to_string_pretty(cfg).unwrap(),
     )?;
-    // Every command that worked on this run, in order (the first trained it, later ones resumed).
-    let earlier = if opts.resume {
-        std::fs::read_to_string(out("command.txt")).unwrap_or_default()
-    } else {
-        String::new()
-    };
-    write_text(&out("command.txt"), &format!("{earlier}{}\n", opts.command))?;
+    record_command(&opts.out, opts.resume, &opts.command)?;
 
     let mut optim = SgdConfig::new().init();
     let mut trained = std::time::Duration::ZERO;
@@ -471,6 +465,18 @@ pub(crate) fn progress_bar(show: bool, len: u64, prefix: &str, unit: &str) -> Pr
     );
     bar.set_prefix(prefix.to_string());
     bar
+}
+
+/// Appends `command` to `out/command.txt`: every command that worked on a run, in order (the
+/// first trained it, later ones resumed). A fresh run starts the file anew.
+pub(crate) fn record_command(out: &Path, resume: bool, command: &str) -> Result<()> {
+    let path = out.join("command.txt");
+    let earlier = if resume {
+        std::fs::read_to_string(&path).unwrap_or_default()
+    } else {
+        String::new()
+    };
+    write_text(&path, &format!("{earlier}{command}\n"))
 }
 
 pub(crate) fn write_text(path: &Path, text: &str) -> Result<()> {

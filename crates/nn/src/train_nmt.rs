@@ -32,7 +32,9 @@ use crate::config::TrainingSoftmax;
 use crate::fused::Sampler;
 use crate::lm::Ops;
 use crate::seq2seq::{NmtBatch, NmtConfig, Translator};
-use crate::train::{append_line, lap, load_module, progress_bar, save_module, write_text, Phases};
+use crate::train::{
+    append_line, lap, load_module, progress_bar, record_command, save_module, write_text, Phases,
+};
 use crate::{Error, Result};
 
 /// Optimisation and data settings of a translator.
@@ -358,12 +360,7 @@ pub fn train_nmt(
     )?;
     write_text(&out("src.vocab"), &vocab_text(&src_vocab))?;
     write_text(&out("tgt.vocab"), &vocab_text(&tgt_vocab))?;
-    let earlier = if opts.resume {
-        std::fs::read_to_string(out("command.txt")).unwrap_or_default()
-    } else {
-        String::new()
-    };
-    write_text(&out("command.txt"), &format!("{earlier}{}\n", opts.command))?;
+    record_command(&opts.out, opts.resume, &opts.command)?;
     eprintln!(
         "{} training pairs ({skipped_long} longer than {} skipped), vocabularies {} → {} words",
         train.pairs.len(),
