@@ -5,11 +5,17 @@
 # Raw rows go to experiments/results/nmt/; experiments/results/nmt.md discusses them.
 #
 #   PYTHON=/path/to/python bash experiments/nmt.sh [MODEL] [ROUNDS]   # needs torch (and numpy)
+#
+# With MARIAN=DIR (a model trained by experiments/peers/nmt_marian.sh; PYTHON must then have
+# pymarian) Marian decodes the same lines in the same rounds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 MODEL=${1:-assets/models/bible-en-de-tiny}
 ROUNDS=${2:-3}
 PYTHON=${PYTHON:-python3}
+MARIAN=${MARIAN:-}
+# The last model (saved when the budget ends); results/nmt.md says how it was chosen.
+MARIAN_MODEL=${MARIAN_MODEL:-model.npz}
 OUT=experiments/results/nmt
 mkdir -p "$OUT"
 cargo build --release
@@ -31,6 +37,15 @@ for round in $(seq "$ROUNDS"); do
       --output "$OUT/torch.beam$beam.de" --stats "$OUT/stats.json" --ids "$OUT/torch.beam$beam.ids" 2>/dev/null
     bleu=$($B bleu --ref data/bible/test.de --hyp "$OUT/torch.beam$beam.de" --json | $PYTHON -c "import json,sys; print(json.load(sys.stdin)['score'])")
     $PYTHON -c "import json,sys; s=json.load(open('$OUT/stats.json')); s.update(system='pytorch-eager', round=$round, bleu=$bleu); print(json.dumps(s))" >> "$OUT/rows.jsonl"
+    if [ -n "$MARIAN" ]; then
+      for batch in 16 1; do
+        env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE $PYTHON experiments/peers/nmt_marian_decode.py \
+          --dir "$MARIAN" --model "$MARIAN_MODEL" --input data/bible/test.en --beam $beam --batch $batch \
+          --output "$OUT/marian.beam$beam.de" --stats "$OUT/stats.json" 2>/dev/null
+        bleu=$($B bleu --ref data/bible/test.de --hyp "$OUT/marian.beam$beam.de" --json | $PYTHON -c "import json,sys; print(json.load(sys.stdin)['score'])")
+        $PYTHON -c "import json,sys; s=json.load(open('$OUT/stats.json')); s.update(system='marian', round=$round, bleu=$bleu); print(json.dumps(s))" >> "$OUT/rows.jsonl"
+      done
+    fi
   done
 done
 rm -f "$OUT/stats.json"
@@ -54,7 +69,10 @@ for (system, beam, batch), rs in sorted(by.items()):
     print(f"| {system} | {beam} | {batch} | {rs[0]['bleu']:.2f} | {wps:,.0f} | {len(rs)} |")
 for (system, beam, batch), rs in sorted(by.items()):
     if system == "fastsoftmax":
-        p = rs[-1]["profile"]
+        p = dict(rs[-1]["profile"])
+        rows = p.pop("output_rows")
         total = sum(p.values())
-        print(f"profile beam {beam} batch {batch}: " + " · ".join(f"{k} {100*v/total:.0f}%" for k, v in p.items()))
+        gflops = statistics.median(r["output_gflops"] for r in rs)
+        print(f"profile beam {beam} batch {batch}: " + " · ".join(f"{k} {100*v/total:.0f}%" for k, v in p.items())
+              + f" · output layer {rows} rows at {gflops:.0f} GFLOP/s")
 PY

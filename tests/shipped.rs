@@ -32,9 +32,11 @@ fn copy_tree(from: &Path, to: &Path) {
     }
 }
 
+const TRANSLATOR: &str = "assets/models/bible-en-de-tiny";
+
 #[test]
 fn every_shipped_file_is_verified() {
-    for model in MODELS {
+    for model in MODELS.into_iter().chain([TRANSLATOR]) {
         let out = Command::new(env!("CARGO_BIN_EXE_fastsoftmax"))
             .args(["verify", "--json", "--model"])
             .arg(root().join(model))
@@ -99,7 +101,7 @@ fn a_byte_flipped_in_any_shipped_weights_file_is_refused() {
 #[test]
 fn shipped_translator_is_verified_and_serves() {
     use fastsoftmax_translate::{Profile, SearchOptions, Translator};
-    let dir = root().join("assets/models/bible-en-de-tiny");
+    let dir = root().join(TRANSLATOR);
     let engine = Translator::load(&dir).unwrap();
     let out = engine
         .translate(
@@ -121,4 +123,14 @@ fn shipped_translator_is_verified_and_serves() {
         .expect("a changed byte is refused")
         .to_string();
     assert!(err.contains("model.safetensors"), "{err}");
+    let out = Command::new(env!("CARGO_BIN_EXE_fastsoftmax"))
+        .args(["verify", "--json", "--model"])
+        .arg(tmp.path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        !out.status.success() && stdout.contains("\"differs\""),
+        "{stdout}"
+    );
 }

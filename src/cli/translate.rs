@@ -60,6 +60,9 @@ struct Stats {
     beam: usize,
     batch: u32,
     profile: Profile,
+    /// The output product's rate, `2 · rows · V · d` FLOPs over the output layer's time (which
+    /// includes the softmax): how close that layer runs to the core's FMA peak.
+    output_gflops: f64,
 }
 
 pub fn run(a: TranslateArgs) -> anyhow::Result<()> {
@@ -186,6 +189,8 @@ fn translate(a: TranslateArgs) -> anyhow::Result<()> {
     if let (Some(tmp), Some(dest)) = (&tmp, &a.output) {
         std::fs::rename(tmp, dest).with_context(|| format!("writing {}", dest.display()))?;
     }
+    let spec = engine.spec();
+    let flops = 2.0 * profile.output_rows as f64 * (spec.tgt_vocab_size * spec.d_attn) as f64;
     let stats = Stats {
         lines,
         source_words,
@@ -194,13 +199,15 @@ fn translate(a: TranslateArgs) -> anyhow::Result<()> {
         words_per_s: target_words as f64 / seconds.max(1e-9),
         beam: a.beam,
         batch: a.batch,
+        output_gflops: flops / profile.output.max(1e-12) / 1e9,
         profile,
     };
     let p = &stats.profile;
     let pct = |x: f64| 100.0 * x / p.total().max(1e-12);
     eprintln!(
         "translated {lines} lines ({target_words} words) in {seconds:.2} s: {:.0} words/s · beam {} · batch {} · 1 thread\n\
-         time: encoder {:.0}% · decoder RNN {:.0}% · attention {:.0}% · output layer + softmax {:.0}% · beam search {:.0}%",
+         time: encoder {:.0}% · decoder RNN {:.0}% · attention {:.0}% · output layer + softmax {:.0}% · beam search {:.0}%\n\
+         output layer: {} rows at {:.0} GFLOP/s, softmax included",
         stats.words_per_s,
         a.beam,
         a.batch,
@@ -208,7 +215,9 @@ fn translate(a: TranslateArgs) -> anyhow::Result<()> {
         pct(p.decoder_rnn),
         pct(p.attention),
         pct(p.output),
-        pct(p.beam)
+        pct(p.beam),
+        p.output_rows,
+        stats.output_gflops
     );
     if let Some(path) = &a.stats {
         fastsoftmax_infer::files::write_atomic(path, &serde_json::to_vec_pretty(&stats)?)?;

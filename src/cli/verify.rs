@@ -15,7 +15,8 @@ use serde::Serialize;
 
 #[derive(Args, Debug)]
 pub struct VerifyArgs {
-    /// Model directory, e.g. assets/models/ptb-small-lstm (its trained heads are checked too).
+    /// Model directory, e.g. assets/models/ptb-small-lstm (its trained heads are checked too)
+    /// or a translator such as assets/models/bible-en-de-tiny.
     #[arg(long)]
     model: PathBuf,
     /// Record the SHA-256 of files whose manifest has none (artifacts written before digests
@@ -42,6 +43,21 @@ struct Row {
 
 pub fn run(a: VerifyArgs) -> anyhow::Result<()> {
     let mut rows = Vec::new();
+    let manifest = a.model.join(MANIFEST_FILE);
+    if read_field(&manifest, "format").as_deref() == Some(fastsoftmax_translate::artifact::FORMAT) {
+        // A translator: one weights file, digested since its format's first version.
+        check_artifact(
+            "translator",
+            &manifest,
+            &[WEIGHTS_FILE],
+            Ok(vec![]),
+            &mut rows,
+        );
+        if let Err(e) = fastsoftmax_translate::Translator::load(&a.model) {
+            mark_error(&mut rows, "translator", e.to_string());
+        }
+        return report(&a, &rows);
+    }
     let added = match a.record {
         false => Ok(vec![]),
         true => LmWeights::record_digest(&a.model).map(|added| {
@@ -51,7 +67,6 @@ pub fn run(a: VerifyArgs) -> anyhow::Result<()> {
                 .collect()
         }),
     };
-    let manifest = a.model.join(MANIFEST_FILE);
     check_artifact("model", &manifest, &[WEIGHTS_FILE], added, &mut rows);
     let lm = LanguageModel::load(&a.model);
     if let Err(e) = &lm {
@@ -60,7 +75,7 @@ pub fn run(a: VerifyArgs) -> anyhow::Result<()> {
     for (name, dir) in head_dirs(&a.model) {
         let artifact = format!("heads/{name}");
         let manifest = dir.join(format::HEAD_MANIFEST);
-        let kind = read_kind(&manifest);
+        let kind = read_field(&manifest, "kind");
         let data = format::data_files(kind.as_deref().unwrap_or(""));
         let added = match a.record {
             false => Ok(vec![]),
@@ -73,12 +88,17 @@ pub fn run(a: VerifyArgs) -> anyhow::Result<()> {
             }
         }
     }
+    report(&a, &rows)
+}
+
+/// Prints the rows; an error when a file differs or an artifact does not load.
+fn report(a: &VerifyArgs, rows: &[Row]) -> anyhow::Result<()> {
     if a.json {
-        for r in &rows {
+        for r in rows {
             println!("{}", serde_json::to_string(r)?);
         }
     } else {
-        print_table(&rows);
+        print_table(rows);
     }
     let bad = rows
         .iter()
@@ -168,9 +188,10 @@ fn head_dirs(model: &Path) -> Vec<(String, PathBuf)> {
     out
 }
 
-fn read_kind(manifest: &Path) -> Option<String> {
+/// A top-level string field of a JSON manifest (`kind` of a head, `format` of a translator).
+fn read_field(manifest: &Path, field: &str) -> Option<String> {
     let v: serde_json::Value = serde_json::from_slice(&std::fs::read(manifest).ok()?).ok()?;
-    Some(v.get("kind")?.as_str()?.to_string())
+    Some(v.get(field)?.as_str()?.to_string())
 }
 
 fn print_table(rows: &[Row]) {

@@ -35,6 +35,6 @@ pub use heads::{
     HnswHead, HnswIndex, L2sHead, LowRank, LshHead, LshIndex, NaiveFullHead, PcaHead, PcaIndex,
     SvdHead, TrigramHead,
 };
-pub use kernels::{exp_nonpositive, log_sum_exp};
+pub use kernels::{exp_nonpositive, log_sum_exp, log_sum_exp_top_k};
 pub use model::{Cell, LanguageModel, LmSpec, LmState, LmWeights, Vocab};
 pub use topk::{Scored, TopK, K_MAX};

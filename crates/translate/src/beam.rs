@@ -5,7 +5,7 @@
 
 use std::time::Instant;
 
-use fastsoftmax_infer::{log_sum_exp, Error, Result, TopK, K_MAX};
+use fastsoftmax_infer::{log_sum_exp_top_k, Error, Result, TopK, K_MAX};
 
 use crate::engine::{lap, Encoded, Profile, Scratch, Translator};
 use crate::text;
@@ -184,9 +184,8 @@ impl Translator {
             log_z.resize(n, 0.0);
             for r in 0..n {
                 let logits = &scratch.logits[r * v..(r + 1) * v];
-                log_z[r] = log_sum_exp(logits);
                 tops[r].reset(k);
-                push_all(logits, &mut tops[r]);
+                log_z[r] = log_sum_exp_top_k(logits, Some(&mut tops[r]));
             }
             profile.output += lap(&mut clock_out);
             clock = Instant::now();
@@ -283,16 +282,5 @@ impl Translator {
             .map(|l| self.source(l, opts.max_source_tokens))
             .collect();
         self.search(&sources, opts, profile)
-    }
-}
-
-/// Offers every logit of a row to `out` (ids are positions).
-fn push_all(logits: &[f32], out: &mut TopK) {
-    let mut thr = out.threshold();
-    for (i, &l) in logits.iter().enumerate() {
-        if l > thr {
-            out.push(i as u32, l);
-            thr = out.threshold();
-        }
     }
 }

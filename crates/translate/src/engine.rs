@@ -150,6 +150,8 @@ pub struct Profile {
     pub output: f64,
     /// Beam search: choosing, reordering and finishing hypotheses.
     pub beam: f64,
+    /// Hypothesis rows the output layer scored (its work is `rows · V · d` multiply-adds).
+    pub output_rows: u64,
 }
 
 impl Profile {
@@ -163,6 +165,7 @@ impl Profile {
         self.attention += o.attention;
         self.output += o.output;
         self.beam += o.beam;
+        self.output_rows += o.output_rows;
     }
 }
 
@@ -475,6 +478,7 @@ impl Translator {
             .matrix()
             .logits_batch(&rows.feed, &mut scratch.logits);
         profile.output += lap(&mut clock);
+        profile.output_rows += n as u64;
     }
 
     /// Teacher forcing for one sentence (export parity checks): the logits `[T, V]` after each

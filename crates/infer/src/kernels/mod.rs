@@ -16,7 +16,7 @@ mod panel;
 pub mod rows;
 mod vecmat;
 
-pub use exp::{exp_nonpositive, log_sum_exp};
+pub use exp::{exp_nonpositive, log_sum_exp, log_sum_exp_top_k};
 pub use panel::PackedMatrix;
 pub(crate) use vecmat::vecmat;
 pub use vecmat::vecmat_naive;
@@ -83,6 +83,12 @@ pub(crate) enum Simd {
 }
 
 impl Simd {
+    /// [`Simd::detect`], once per process.
+    pub(crate) fn get() -> Self {
+        static PICKED: std::sync::OnceLock<Simd> = std::sync::OnceLock::new();
+        *PICKED.get_or_init(Simd::detect)
+    }
+
     pub(crate) fn detect() -> Self {
         #[cfg(target_arch = "x86_64")]
         {
