@@ -71,6 +71,7 @@ for (system, beam, batch), rs in sorted(by.items()):
     if system == "fastsoftmax":
         p = dict(rs[-1]["profile"])
         rows = p.pop("output_rows")
+        p.pop("output_logits", None)
         total = sum(p.values())
         gflops = statistics.median(r["output_gflops"] for r in rs)
         print(f"profile beam {beam} batch {batch}: " + " · ".join(f"{k} {100*v/total:.0f}%" for k, v in p.items())

@@ -155,6 +155,64 @@ fn train_translate_bleu_and_bad_input() {
     assert!(ok);
     let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
     assert_eq!(v["translations"].as_array().unwrap().len(), 2);
+    // The vocabulary map: aligned from the fixture, served by translate, bad maps refused.
+    let (ok, out, err) = cli(
+        &[
+            "build-vmap",
+            "--data",
+            &s(""),
+            "--out",
+            &s("map.vmap"),
+            "--eval",
+            "valid",
+            "--min-freq",
+            "1",
+            "--json",
+        ],
+        None,
+    );
+    assert!(ok, "{err}");
+    let report: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert!(report["coverage"].as_f64().unwrap() > 0.9, "{out}");
+    let map = std::fs::read_to_string(d.join("map.vmap")).unwrap();
+    assert!(
+        map.lines()
+            .any(|l| l.starts_with("cat\t") && l.contains("Katze")),
+        "{map}"
+    );
+    let (ok, out, err) = cli(
+        &[
+            "translate",
+            "--model",
+            &s("m"),
+            "--beam",
+            "3",
+            "--vmap",
+            &s("map.vmap"),
+        ],
+        Some(input.as_bytes()),
+    );
+    assert!(ok, "{err}");
+    assert_eq!(out.lines().collect::<Vec<_>>(), lines, "{err}");
+    let bad = |name: &str, text: &str| {
+        std::fs::write(d.join(name), text).unwrap();
+        cli(
+            &["translate", "--model", &s("m"), "--vmap", &s(name)],
+            Some(b"the cat sleeps.\n"),
+        )
+    };
+    let (ok, _, err) = bad("notab.vmap", "cat\tKatze\ndog Hund\n");
+    assert!(
+        !ok && err.contains("notab.vmap") && err.contains("line 2"),
+        "{err}"
+    );
+    let (ok, _, err) = bad("french.vmap", "cat\tchat\ndog\tchien\n");
+    assert!(!ok && err.contains("another vocabulary"), "{err}");
+    let (ok, out, err) = bad("unknown.vmap", "\t.\ncat\tKatze Mieze\nsleeps\tschläft\n");
+    assert!(ok && err.contains("1 of the 4 target words"), "{err}");
+    // "die" is in no shortlist of this map, so it cannot be written.
+    assert!(out.contains("Katze") && !out.contains("die"), "{out}");
+
     // Resuming a finished run exports again and trains nothing more.
     let (ok, _, err) = cli(
         &[

@@ -2,6 +2,7 @@
 
 mod bench;
 mod bleu;
+mod build_vmap;
 mod compare;
 mod data;
 mod ds_figures;
@@ -9,6 +10,7 @@ mod eval;
 mod export_npy;
 mod plot;
 mod predict;
+mod quantize;
 mod quickstart;
 mod synthetic;
 mod text;
@@ -38,6 +40,10 @@ enum Command {
     TrainNmt(train_nmt::TrainNmtArgs),
     /// Translate lines of text with a trained translator (burn-free engine, beam search).
     Translate(translate::TranslateArgs),
+    /// Quantize a translator's matrices to int8 (a quarter of the size, int8 products).
+    Quantize(quantize::QuantizeArgs),
+    /// Word-align the training split and write a vocabulary map (translate --vmap).
+    BuildVmap(build_vmap::BuildVmapArgs),
     /// The translator's tokenizer and detokenizer as stdin → stdout filters.
     Text(text::TextArgs),
     /// Corpus BLEU of a system output against references, as sacreBLEU computes it by default.
@@ -73,6 +79,8 @@ pub fn run() -> anyhow::Result<()> {
         Command::TrainNmt(a) => train_nmt::run(a),
         Command::Translate(a) => translate::run(a),
         Command::Bleu(a) => bleu::run(a),
+        Command::BuildVmap(a) => build_vmap::run(a),
+        Command::Quantize(a) => quantize::run(a),
         Command::Text(a) => text::run(a),
         Command::TrainHead(a) => train_head::run(a),
         Command::Eval(a) => eval::run(a),

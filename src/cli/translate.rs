@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use anyhow::Context;
 use clap::Args;
-use fastsoftmax_translate::{Profile, SearchOptions, Translator};
+use fastsoftmax_translate::{Profile, SearchOptions, Translator, VmapScope, VocabMap};
 
 #[derive(Args, Debug)]
 pub struct TranslateArgs {
@@ -30,6 +30,14 @@ pub struct TranslateArgs {
     /// Source lines longer than this many tokens are cut to it (with a warning on stderr).
     #[arg(long, default_value_t = 250)]
     max_source_tokens: usize,
+    /// Vocabulary map (from `build-vmap`): the output layer scores only the target words the
+    /// source n-grams can bring, not the whole vocabulary.
+    #[arg(long)]
+    vmap: Option<PathBuf>,
+    /// Which sentences share a vocabulary-map shortlist: `sentence` (each its own; output
+    /// independent of --batch) or `batch` (the union over the batch, as CTranslate2 does).
+    #[arg(long, value_enum, default_value_t = Scope::Sentence, requires = "vmap")]
+    vmap_scope: Scope,
     /// Keep `<unk>` in the output instead of copying the most attended source word.
     #[arg(long)]
     keep_unk: bool,
@@ -49,6 +57,12 @@ pub struct TranslateArgs {
     stats: Option<PathBuf>,
 }
 
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+enum Scope {
+    Sentence,
+    Batch,
+}
+
 #[derive(serde::Serialize)]
 struct Stats {
     lines: usize,
@@ -60,9 +74,14 @@ struct Stats {
     beam: usize,
     batch: u32,
     profile: Profile,
-    /// The output product's rate, `2 · rows · V · d` FLOPs over the output layer's time (which
-    /// includes the softmax): how close that layer runs to the core's FMA peak.
+    /// The output product's rate, `2 · logits · d` FLOPs over the output layer's time (which
+    /// includes the softmax and, with a vocabulary map, gathering the shortlists).
     output_gflops: f64,
+    /// The vocabulary map, if one was used.
+    vmap: Option<String>,
+    vmap_scope: Option<VmapScope>,
+    /// Target words scored per decoder row (`V` without a map).
+    logits_per_row: f64,
 }
 
 pub fn run(a: TranslateArgs) -> anyhow::Result<()> {
@@ -87,8 +106,26 @@ fn translate(a: TranslateArgs) -> anyhow::Result<()> {
         replace_unk: !a.keep_unk,
     };
     opts.check()?;
-    let engine = Translator::load(&a.model)
+    let mut engine = Translator::load(&a.model)
         .with_context(|| format!("loading the translator in {}", a.model.display()))?;
+    let scope = match a.vmap_scope {
+        Scope::Sentence => VmapScope::Sentence,
+        Scope::Batch => VmapScope::Batch,
+    };
+    if let Some(path) = &a.vmap {
+        let map = VocabMap::load(path)?
+            .for_vocab(engine.tgt_vocab())
+            .with_context(|| format!("using the vocabulary map {}", path.display()))?;
+        if map.unknown > 0 {
+            eprintln!(
+                "warning: {} of the {} target words in {} are not in the translator's vocabulary; they read as <unk>",
+                map.unknown,
+                map.words,
+                path.display()
+            );
+        }
+        engine.set_vocab_map(Some((map, scope)));
+    }
     let input: Box<dyn BufRead> = match &a.input {
         Some(p) => Box::new(std::io::BufReader::new(
             std::fs::File::open(p).with_context(|| format!("opening {}", p.display()))?,
@@ -190,7 +227,7 @@ fn translate(a: TranslateArgs) -> anyhow::Result<()> {
         std::fs::rename(tmp, dest).with_context(|| format!("writing {}", dest.display()))?;
     }
     let spec = engine.spec();
-    let flops = 2.0 * profile.output_rows as f64 * (spec.tgt_vocab_size * spec.d_attn) as f64;
+    let flops = 2.0 * profile.output_logits as f64 * spec.d_attn as f64;
     let stats = Stats {
         lines,
         source_words,
@@ -200,6 +237,9 @@ fn translate(a: TranslateArgs) -> anyhow::Result<()> {
         beam: a.beam,
         batch: a.batch,
         output_gflops: flops / profile.output.max(1e-12) / 1e9,
+        vmap: a.vmap.as_ref().map(|p| p.display().to_string()),
+        vmap_scope: a.vmap.as_ref().map(|_| scope),
+        logits_per_row: profile.output_logits as f64 / profile.output_rows.max(1) as f64,
         profile,
     };
     let p = &stats.profile;
@@ -207,7 +247,7 @@ fn translate(a: TranslateArgs) -> anyhow::Result<()> {
     eprintln!(
         "translated {lines} lines ({target_words} words) in {seconds:.2} s: {:.0} words/s · beam {} · batch {} · 1 thread\n\
          time: encoder {:.0}% · decoder RNN {:.0}% · attention {:.0}% · output layer + softmax {:.0}% · beam search {:.0}%\n\
-         output layer: {} rows at {:.0} GFLOP/s, softmax included",
+         output layer: {} rows × {:.0} words at {:.0} GFLOP/s, softmax included",
         stats.words_per_s,
         a.beam,
         a.batch,
@@ -217,6 +257,7 @@ fn translate(a: TranslateArgs) -> anyhow::Result<()> {
         pct(p.output),
         pct(p.beam),
         p.output_rows,
+        stats.logits_per_row,
         stats.output_gflops
     );
     if let Some(path) = &a.stats {

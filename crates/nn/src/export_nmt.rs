@@ -64,6 +64,7 @@ pub fn to_weights(model: &Translator, src: &Vocab, tgt: &Vocab, cfg: &NmtConfig)
         src_vocab: src.clone(),
         tgt_vocab: tgt.clone(),
         tensors: t,
+        int8: Default::default(),
     }
 }
 

@@ -331,6 +331,20 @@ impl Translator {
         ops: Ops,
         negatives: Option<&crate::fused::Negatives>,
     ) -> Tensor<1> {
+        self.smoothed_loss(batch, ops, negatives, 0.0).0
+    }
+
+    /// [`Self::loss`] with label smoothing `ε`: `(objective, nll)`, where the objective is the
+    /// cross-entropy against `(1 − ε)·onehot + ε·uniform`. Because `−log p_v = lse − z_v`, that
+    /// is `nll + ε·mean_rows(z_target − mean_v z_v)`: the smoothing needs the target's logit and
+    /// the mean logit only (`[n, A]` work), never a second pass over the vocabulary.
+    pub fn smoothed_loss(
+        &self,
+        batch: &NmtBatch,
+        ops: Ops,
+        negatives: Option<&crate::fused::Negatives>,
+        label_smoothing: f64,
+    ) -> (Tensor<1>, Tensor<1>) {
         let device = self.src_embedding.weight.device();
         let (src, tgt_in, targets, rows) = batch.tensors(&device);
         let (encoded, state) = self.encode(src, ops);
@@ -338,15 +352,37 @@ impl Translator {
         let [b, t, a] = attn.dims();
         let h = attn.reshape([b * t, a]).select(0, rows);
         let (w, bias) = self.output_layer();
-        match (ops, negatives) {
-            (_, Some(neg)) => crate::fused::sampled_softmax_cross_entropy(h, w, bias, targets, neg),
-            (Ops::Fused, None) => crate::fused::softmax_cross_entropy(h, w, bias, targets),
+        let nll = match (ops, negatives) {
+            (_, Some(neg)) => crate::fused::sampled_softmax_cross_entropy(
+                h.clone(),
+                w.clone(),
+                bias.clone(),
+                targets.clone(),
+                neg,
+            ),
+            (Ops::Fused, None) => crate::fused::softmax_cross_entropy(
+                h.clone(),
+                w.clone(),
+                bias.clone(),
+                targets.clone(),
+            ),
             (Ops::Composed, None) => {
                 let n = targets.dims()[0];
-                let logp = log_softmax(h.matmul(w) + bias.unsqueeze_dim(0), 1);
-                logp.gather(1, targets.reshape([n, 1])).mean().neg()
+                let logits = h.clone().matmul(w.clone()) + bias.clone().unsqueeze_dim(0);
+                let logp = log_softmax(logits, 1);
+                logp.gather(1, targets.clone().reshape([n, 1])).mean().neg()
             }
+        };
+        if label_smoothing == 0.0 {
+            return (nll.clone(), nll);
         }
+        // z_target [n] and the mean logit [n] of each row.
+        let w_target = w.clone().transpose().select(0, targets.clone());
+        let z_target =
+            (h.clone() * w_target).sum_dim(1).squeeze_dim::<1>(1) + bias.clone().select(0, targets);
+        let z_mean = h.matmul(w.mean_dim(1)).squeeze_dim::<1>(1) + bias.mean();
+        let objective = nll.clone() + (z_target - z_mean).mean() * label_smoothing;
+        (objective, nll)
     }
 
     /// Greedy decoding of a batch of one source length: `src [B, S]` → target ids per sentence

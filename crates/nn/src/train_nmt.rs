@@ -66,6 +66,10 @@ pub struct NmtTrainConfig {
     /// The softmax of the training loss; evaluation always uses the full one.
     #[serde(default)]
     pub softmax: TrainingSoftmax,
+    /// Label smoothing ε of the training loss (0 = none): the target distribution puts `ε`
+    /// uniformly over the vocabulary. Perplexities are always of the plain likelihood.
+    #[serde(default)]
+    pub label_smoothing: f64,
 }
 
 fn default_max_len() -> usize {
@@ -103,6 +107,15 @@ impl NmtExperimentConfig {
         }
         if !(t.lr > 0.0 && t.clip_norm > 0.0 && t.lr_decay > 0.0) {
             return Err("train.lr, lr_decay and clip_norm must be positive".into());
+        }
+        if !(0.0..1.0).contains(&t.label_smoothing) {
+            return Err(format!(
+                "train.label_smoothing ({}) must be in [0, 1)",
+                t.label_smoothing
+            ));
+        }
+        if t.label_smoothing > 0.0 && !matches!(t.softmax, TrainingSoftmax::Full) {
+            return Err("train.label_smoothing needs the full training softmax".into());
         }
         Ok(())
     }
@@ -411,10 +424,11 @@ pub fn train_nmt(
                 .as_ref()
                 .map(|(s, n)| s.draw(*n, t.seed ^ ((epoch as u64) << 40) ^ i as u64));
             let mut clock = Instant::now();
-            let loss = model.loss(&batch, ops, negatives.as_ref());
+            let (objective, nll) =
+                model.smoothed_loss(&batch, ops, negatives.as_ref(), t.label_smoothing);
             phases.forward_s += lap(&mut clock);
-            let grads = GradientsParams::from_grads(loss.backward(), &model);
-            let loss = loss.into_scalar::<f32>() as f64;
+            let grads = GradientsParams::from_grads(objective.backward(), &model);
+            let loss = nll.into_scalar::<f32>() as f64;
             phases.backward_s += lap(&mut clock);
             if !loss.is_finite() {
                 return Err(Error::Invalid(format!(

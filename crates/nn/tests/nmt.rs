@@ -2,6 +2,7 @@
 //! gives the same logits (within 1e-4) and the same greedy translation; fused and composed
 //! training losses agree; batches never mix source lengths; a short training run lowers the loss.
 
+use burn::tensor::activation::log_softmax;
 use burn::tensor::{Device, Int, Tensor, TensorData};
 use fastsoftmax_infer::model::artifact::Cell;
 use fastsoftmax_infer::Vocab;
@@ -186,4 +187,31 @@ fn fused_and_composed_losses_agree_and_batches_hold_one_source_length() {
     let composed = model.loss(&batch, Ops::Composed, None).into_scalar::<f32>();
     assert!((fused - composed).abs() < 1e-4, "{fused} vs {composed}");
     assert!(fused > 1.0, "an untrained model is uncertain: loss {fused}");
+
+    // Label smoothing, against its definition: (1 − ε)·(−log p_target) + ε·mean_v(−log p_v).
+    let eps = 0.1;
+    let (objective, nll) = model.smoothed_loss(&batch, Ops::Fused, None, eps);
+    assert!((nll.into_scalar::<f32>() - fused).abs() < 1e-6);
+    let (src, tgt_in, targets, rows) = batch.tensors(&device);
+    let (encoded, state) = model.encode(src, Ops::Composed);
+    let attn = model.decode(tgt_in, &encoded, state);
+    let [b, t, a] = attn.dims();
+    let logp = values(log_softmax(
+        model.logits(attn.reshape([b * t, a]).select(0, rows)),
+        1,
+    ));
+    let targets: Vec<i64> = targets.into_data().convert::<i64>().try_to_vec().unwrap();
+    let v = logp.len() / targets.len();
+    let want = targets
+        .iter()
+        .enumerate()
+        .map(|(i, &y)| {
+            let row = &logp[i * v..(i + 1) * v];
+            let mean = row.iter().map(|&l| -l as f64).sum::<f64>() / v as f64;
+            (1.0 - eps) * -row[y as usize] as f64 + eps * mean
+        })
+        .sum::<f64>()
+        / targets.len() as f64;
+    let got = objective.into_scalar::<f32>() as f64;
+    assert!((got - want).abs() < 1e-4, "smoothed {got} vs {want}");
 }

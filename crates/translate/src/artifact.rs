@@ -1,6 +1,11 @@
-//! The translator artifact on disk: `manifest.json` (format `fastsoftmax-nmt` v1: the shape,
-//! both vocabularies, the SHA-256 of the weights) and `model.safetensors` (f32, row-major,
-//! PyTorch layouts; see [`NmtWeights::expected_shapes`] for every name and shape).
+//! The translator artifact on disk: `manifest.json` (format `fastsoftmax-nmt`: the shape,
+//! both vocabularies, the SHA-256 of the weights) and `model.safetensors` (row-major, PyTorch
+//! layouts; see [`NmtWeights::expected_shapes`] for every name and shape).
+//!
+//! Format v1 holds f32 tensors. v2 (written by `fastsoftmax quantize`) adds a `precision`:
+//! with `int8`, every matrix is stored as I8 rows `name` `[n, d]` with F32 `name.scale` `[n]`
+//! (`W ≈ W8 · scale`, one scale per row) and the biases stay F32; an engine that reads v1 only
+//! refuses it with a version error instead of misreading it.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
@@ -13,7 +18,18 @@ use serde::{Deserialize, Serialize};
 pub const MANIFEST_FILE: &str = "manifest.json";
 pub const WEIGHTS_FILE: &str = "model.safetensors";
 pub const FORMAT: &str = "fastsoftmax-nmt";
-pub const FORMAT_VERSION: u32 = 1;
+/// The newest format this engine reads (it reads every older one too).
+pub const FORMAT_VERSION: u32 = 2;
+
+/// How the matrices are stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Precision {
+    #[default]
+    F32,
+    /// int8 rows with one f32 scale per row.
+    Int8,
+}
 
 /// Dimensions of a translator (see `fastsoftmax_nn::seq2seq` for the computation).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -36,6 +52,8 @@ pub struct NmtSpec {
 struct Manifest {
     format: String,
     format_version: u32,
+    #[serde(default)]
+    precision: Precision,
     #[serde(flatten)]
     spec: NmtSpec,
     src_vocab: Vec<String>,
@@ -49,8 +67,11 @@ pub struct NmtWeights {
     pub spec: NmtSpec,
     pub src_vocab: Vocab,
     pub tgt_vocab: Vocab,
-    /// name → values, shapes as in [`NmtWeights::expected_shapes`].
+    /// name → values, shapes as in [`NmtWeights::expected_shapes`] (for an int8 model the
+    /// matrices' values dequantized, which the embedding lookups read).
     pub tensors: BTreeMap<String, Vec<f32>>,
+    /// For an int8 model, every matrix as stored: name → (int8 rows, per-row scale).
+    pub int8: BTreeMap<String, (Vec<i8>, Vec<f32>)>,
 }
 
 impl NmtWeights {
@@ -114,6 +135,35 @@ impl NmtWeights {
         }
     }
 
+    /// How the matrices are stored.
+    pub fn precision(&self) -> Precision {
+        if self.int8.is_empty() {
+            Precision::F32
+        } else {
+            Precision::Int8
+        }
+    }
+
+    /// The same translator with every matrix quantized to int8 rows with one scale per row
+    /// (biases stay f32): a quarter of the size, and products on the int8 kernels.
+    pub fn quantize_int8(&self) -> NmtWeights {
+        let shapes = Self::expected_shapes(&self.spec);
+        let mut out = self.clone();
+        out.int8.clear();
+        for (name, shape) in shapes.iter().filter(|(_, s)| s.len() == 2) {
+            let d = shape[1];
+            let (q, scale) = fastsoftmax_infer::kernels::quantize_rows(self.get(name), d);
+            let back = q
+                .chunks_exact(d)
+                .zip(&scale)
+                .flat_map(|(row, s)| row.iter().map(move |&x| x as f32 * s))
+                .collect();
+            out.tensors.insert(name.clone(), back);
+            out.int8.insert(name.clone(), (q, scale));
+        }
+        out
+    }
+
     /// Checks dimensions, vocabularies, every tensor's size and finiteness.
     pub fn validate(&self, origin: &Path) -> Result<()> {
         let s = &self.spec;
@@ -175,27 +225,53 @@ impl NmtWeights {
                     data[i]
                 ));
             }
+            if let Some((q, scale)) = self.int8.get(&name) {
+                if shape.len() != 2 || q.len() != want || scale.len() != shape[0] {
+                    return bad(format!(
+                        "int8 tensor `{name}` has {} values and {} scales, the manifest's dimensions need {want} and {}",
+                        q.len(),
+                        scale.len(),
+                        shape[0]
+                    ));
+                }
+                if let Some(i) = scale.iter().position(|x| !x.is_finite() || *x < 0.0) {
+                    return bad(format!(
+                        "tensor `{name}.scale` holds an invalid scale ({}) at row {i}; re-quantize the model",
+                        scale[i]
+                    ));
+                }
+            }
+        }
+        if !self.int8.is_empty() {
+            let matrices = Self::expected_shapes(s)
+                .into_iter()
+                .filter(|(_, shape)| shape.len() == 2);
+            for (name, _) in matrices {
+                if !self.int8.contains_key(&name) {
+                    return bad(format!(
+                        "int8 model without int8 `{name}`; re-quantize it with `fastsoftmax quantize`"
+                    ));
+                }
+            }
         }
         Ok(())
     }
 
-    /// Writes `manifest.json` and `model.safetensors` into `dir`, each atomically.
+    /// Writes `manifest.json` and `model.safetensors` into `dir`, each atomically (format v1
+    /// for f32, v2 for int8).
     pub fn save(&self, dir: &Path) -> Result<()> {
         self.validate(dir)?;
         std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
-        let shapes: HashMap<String, Vec<usize>> =
-            Self::expected_shapes(&self.spec).into_iter().collect();
-        let tensors: Vec<(String, Vec<usize>, &[f32])> = self
-            .tensors
-            .iter()
-            .map(|(n, d)| (n.clone(), shapes[n].clone(), d.as_slice()))
-            .collect();
-        let bytes = files::f32_safetensors(&tensors)
+        let bytes = self
+            .safetensors()
             .map_err(|e| Error::format(dir.join(WEIGHTS_FILE), e))?;
         write_atomic(&dir.join(WEIGHTS_FILE), &bytes)?;
+        let precision = self.precision();
         let manifest = Manifest {
             format: FORMAT.into(),
-            format_version: FORMAT_VERSION,
+            // f32 artifacts stay v1, so that older engines keep reading them.
+            format_version: if precision == Precision::F32 { 1 } else { 2 },
+            precision,
             spec: self.spec,
             src_vocab: self.src_vocab.words().to_vec(),
             tgt_vocab: self.tgt_vocab.words().to_vec(),
@@ -203,6 +279,40 @@ impl NmtWeights {
         };
         let json = serde_json::to_vec_pretty(&manifest).expect("manifest serializes");
         write_atomic(&dir.join(MANIFEST_FILE), &json)
+    }
+
+    /// The weights file: f32 tensors, and for int8 matrices I8 rows with F32 `.scale`s.
+    fn safetensors(&self) -> std::result::Result<Vec<u8>, String> {
+        use safetensors::{tensor::TensorView, Dtype};
+        let shapes: HashMap<String, Vec<usize>> =
+            Self::expected_shapes(&self.spec).into_iter().collect();
+        let mut owned: Vec<(String, Dtype, Vec<usize>, Vec<u8>)> = Vec::new();
+        let le = |v: &[f32]| -> Vec<u8> { v.iter().flat_map(|x| x.to_le_bytes()).collect() };
+        for (name, data) in &self.tensors {
+            let shape = shapes[name].clone();
+            match self.int8.get(name) {
+                Some((q, scale)) => {
+                    let rows = shape[0];
+                    owned.push((
+                        name.clone(),
+                        Dtype::I8,
+                        shape,
+                        q.iter().map(|&x| x as u8).collect(),
+                    ));
+                    owned.push((format!("{name}.scale"), Dtype::F32, vec![rows], le(scale)));
+                }
+                None => owned.push((name.clone(), Dtype::F32, shape, le(data))),
+            }
+        }
+        let views = owned
+            .iter()
+            .map(|(name, dtype, shape, bytes)| {
+                TensorView::new(*dtype, shape.clone(), bytes)
+                    .map(|v| (name.clone(), v))
+                    .map_err(|e| format!("tensor `{name}`: {e}"))
+            })
+            .collect::<std::result::Result<Vec<_>, String>>()?;
+        safetensors::serialize(views, &None).map_err(|e| e.to_string())
     }
 
     /// Loads and validates a translator directory.
@@ -233,13 +343,19 @@ impl NmtWeights {
                 format!("not a valid translator manifest: {e}"),
             )
         })?;
-        if manifest.format_version != FORMAT_VERSION {
+        if manifest.format_version > FORMAT_VERSION || manifest.format_version == 0 {
             return Err(Error::format(
                 &manifest_path,
                 format!(
-                    "format version {} is not supported (this engine reads v{FORMAT_VERSION}); re-export the model",
+                    "format version {} is newer than this engine, which reads v1 to v{FORMAT_VERSION}; update fastsoftmax, or use the model's f32 (v1) export",
                     manifest.format_version
                 ),
+            ));
+        }
+        if manifest.format_version == 1 && manifest.precision != Precision::F32 {
+            return Err(Error::format(
+                &manifest_path,
+                "a v1 manifest holds f32 weights only; this one names another precision — re-quantize the model",
             ));
         }
         let vocab = |words: &Vec<String>, field: &str| {
@@ -272,31 +388,86 @@ impl NmtWeights {
         })?;
         let shapes: HashMap<String, Vec<usize>> =
             Self::expected_shapes(&manifest.spec).into_iter().collect();
+        let int8 = manifest.precision == Precision::Int8;
         let mut tensors = BTreeMap::new();
+        let mut quantized = BTreeMap::new();
+        let mut scales: HashMap<String, Vec<f32>> = HashMap::new();
         for (name, view) in st.tensors() {
+            if let Some(matrix) = name.strip_suffix(".scale").filter(|_| int8) {
+                let rows = shapes.get(matrix).filter(|s| s.len() == 2).map(|s| s[0]);
+                if view.dtype() != safetensors::Dtype::F32
+                    || Some(view.shape()) != rows.as_ref().map(std::slice::from_ref)
+                {
+                    return Err(Error::format(
+                        &weights_path,
+                        format!(
+                            "tensor `{name}` is {:?} {:?}, the manifest needs F32 [{}]; the files belong to different models",
+                            view.dtype(),
+                            view.shape(),
+                            rows.map_or("?".into(), |r| r.to_string())
+                        ),
+                    ));
+                }
+                scales.insert(matrix.to_string(), files::f32_values(view.data()));
+                continue;
+            }
             let Some(shape) = shapes.get(&name) else {
                 return Err(Error::format(
                     &weights_path,
                     format!("unexpected tensor `{name}`; the files belong to different models"),
                 ));
             };
-            if view.dtype() != safetensors::Dtype::F32 || view.shape() != shape.as_slice() {
+            let dtype = if int8 && shape.len() == 2 {
+                safetensors::Dtype::I8
+            } else {
+                safetensors::Dtype::F32
+            };
+            if view.dtype() != dtype || view.shape() != shape.as_slice() {
                 return Err(Error::format(
                     &weights_path,
                     format!(
-                        "tensor `{name}` is {:?} {:?}, the manifest needs F32 {shape:?}; the files belong to different models",
+                        "tensor `{name}` is {:?} {:?}, the manifest needs {dtype:?} {shape:?}; the files belong to different models",
                         view.dtype(),
                         view.shape()
                     ),
                 ));
             }
-            tensors.insert(name, files::f32_values(view.data()));
+            if dtype == safetensors::Dtype::I8 {
+                let q: Vec<i8> = view.data().iter().map(|&b| b as i8).collect();
+                quantized.insert(name, q);
+            } else {
+                tensors.insert(name, files::f32_values(view.data()));
+            }
+        }
+        let mut int8_tensors = BTreeMap::new();
+        for (name, q) in quantized {
+            let Some(scale) = scales.remove(&name) else {
+                return Err(Error::format(
+                    &weights_path,
+                    format!("int8 tensor `{name}` has no `{name}.scale`; re-quantize the model"),
+                ));
+            };
+            let d = shapes[&name][1];
+            let values = q
+                .chunks_exact(d)
+                .zip(&scale)
+                .flat_map(|(row, s)| row.iter().map(move |&x| x as f32 * s))
+                .collect();
+            tensors.insert(name.clone(), values);
+            int8_tensors.insert(name, (q, scale));
+        }
+        if let Some(name) = scales.keys().next() {
+            return Err(Error::format(
+                &weights_path,
+                format!("unexpected tensor `{name}.scale`; the files belong to different models"),
+            ));
         }
         let w = NmtWeights {
             spec: manifest.spec,
             src_vocab,
             tgt_vocab,
             tensors,
+            int8: int8_tensors,
         };
         w.validate(&weights_path)?;
         Ok(w)

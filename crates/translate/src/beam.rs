@@ -7,8 +7,9 @@ use std::time::Instant;
 
 use fastsoftmax_infer::{log_sum_exp_top_k, Error, Result, TopK, K_MAX};
 
-use crate::engine::{lap, Encoded, Profile, Scratch, Translator};
+use crate::engine::{lap, Encoded, Output, Profile, Scratch, Shortlist, Translator};
 use crate::text;
+use crate::vmap::Shortlister;
 
 /// How to search and what to return.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -65,6 +66,21 @@ impl SearchOptions {
         }
         Ok(())
     }
+}
+
+/// Which sentences share a vocabulary-map shortlist.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum VmapScope {
+    /// One shortlist per sentence: each sentence's rows score only its own n-grams' words, so
+    /// a translation does not depend on the batch it was decoded in, and the work per row
+    /// stays at one sentence's shortlist however large the batch.
+    #[default]
+    Sentence,
+    /// One shortlist per batch, the union over its sentences (the OpenNMT paper's way and
+    /// CTranslate2's): fewer, larger products, but a sentence's translation can change with
+    /// the sentences it is batched with, and the union grows with the batch.
+    Batch,
 }
 
 /// One translation of a sentence.
@@ -149,13 +165,27 @@ impl Translator {
         let srcs: Vec<&[u32]> = active.iter().map(|&i| sources[i].ids.as_slice()).collect();
         let encoded: Vec<Encoded> = self.encode_batch(&srcs)?;
         profile.encoder += lap(&mut clock);
+        let (lists, of_sentence) = match self.vocab_map() {
+            Some((map, scope)) => {
+                let tokens: Vec<&[String]> = active
+                    .iter()
+                    .map(|&i| sources[i].tokens.as_slice())
+                    .collect();
+                self.shortlists(map, scope, &tokens)
+            }
+            None => (Vec::new(), Vec::new()),
+        };
+        let output = match self.vocab_map() {
+            Some(_) => Output::Shortlists {
+                lists: &lists,
+                of_sentence: &of_sentence,
+            },
+            None => Output::Full,
+        };
+        profile.output += lap(&mut clock);
 
         let eos = self.tgt_vocab().eos();
-        let (d_h, d_a, v) = (
-            self.spec().d_hidden,
-            self.spec().d_attn,
-            self.spec().tgt_vocab_size,
-        );
+        let (d_h, d_a) = (self.spec().d_hidden, self.spec().d_attn);
         let k = opts.beam;
         let mut rows = self.initial_rows(&encoded);
         // Per row: its hypothesis; per sentence: finished hypotheses.
@@ -177,15 +207,14 @@ impl Translator {
         let mut step = 0;
         while !rows.is_empty() {
             profile.beam += lap(&mut clock);
-            self.step(&prev, &mut rows, &encoded, &mut scratch, profile);
+            self.step(&prev, &mut rows, &encoded, output, &mut scratch, profile);
             let mut clock_out = Instant::now();
             let n = rows.len();
             tops.resize_with(n, || TopK::new(k));
             log_z.resize(n, 0.0);
             for r in 0..n {
-                let logits = &scratch.logits[r * v..(r + 1) * v];
                 tops[r].reset(k);
-                log_z[r] = log_sum_exp_top_k(logits, Some(&mut tops[r]));
+                log_z[r] = log_sum_exp_top_k(scratch.row_logits(r), Some(&mut tops[r]));
             }
             profile.output += lap(&mut clock_out);
             clock = Instant::now();
@@ -204,7 +233,8 @@ impl Translator {
                 for (row, top) in tops.iter().enumerate().take(end).skip(r) {
                     for sc in top.as_slice() {
                         let lp = sc.logit as f64 - log_z[row];
-                        cands.push((hyps[row].log_prob + lp, row, sc.id));
+                        let id = output.word(s, sc.id as usize);
+                        cands.push((hyps[row].log_prob + lp, row, id));
                     }
                 }
                 // Best first; ties to the earlier row, then the lower id (greedy = argmax).
@@ -246,6 +276,28 @@ impl Translator {
         }
         profile.beam += lap(&mut clock);
         Ok(results)
+    }
+
+    /// The shortlists of a batch's sentences (`tokens`) and which one each sentence uses.
+    fn shortlists(
+        &self,
+        map: &Shortlister,
+        scope: VmapScope,
+        tokens: &[&[String]],
+    ) -> (Vec<Shortlist>, Vec<usize>) {
+        match scope {
+            VmapScope::Batch => (
+                vec![self.shortlist(&map.shortlist(tokens))],
+                vec![0; tokens.len()],
+            ),
+            VmapScope::Sentence => (
+                tokens
+                    .iter()
+                    .map(|t| self.shortlist(&map.shortlist(&[*t])))
+                    .collect(),
+                (0..tokens.len()).collect(),
+            ),
+        }
     }
 
     fn finish(&self, h: Hyp, score: f64, src: &Source, replace_unk: bool) -> Translation {

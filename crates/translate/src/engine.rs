@@ -7,22 +7,73 @@
 
 use std::path::Path;
 
-use fastsoftmax_infer::heads::FullHead;
-use fastsoftmax_infer::kernels::PackedMatrix;
+use fastsoftmax_infer::kernels::{Int8Matrix, PackedMatrix};
 use fastsoftmax_infer::model::artifact::Cell;
 use fastsoftmax_infer::model::lm::cell_update;
 use fastsoftmax_infer::{Error, Result, Vocab};
 
-use crate::artifact::{NmtSpec, NmtWeights};
+use crate::artifact::{NmtSpec, NmtWeights, Precision};
+use crate::beam::VmapScope;
+use crate::vmap::Shortlister;
+
+/// A weight matrix of the engine `[n, d]` with its bias, as the artifact stores it: f32
+/// panels, or int8 rows with one scale per row.
+enum Matrix {
+    F32(PackedMatrix),
+    Int8(Int8Matrix),
+}
+
+impl Matrix {
+    /// Tensor `name` `[n, d]` of `w` with `bias` `[n]`.
+    fn new(w: &NmtWeights, name: &str, bias: &[f32], d: usize) -> Matrix {
+        match w.int8.get(name) {
+            Some((q, scale)) => Matrix::Int8(Int8Matrix::from_quantized(q, scale, bias, d, None)),
+            None => Matrix::F32(PackedMatrix::new(w.get(name), bias, d, None)),
+        }
+    }
+
+    /// `out[q][i] = W[i]·hs[q] + b[i]`, `hs [m, d]`, `out [m, n]`.
+    #[inline]
+    fn logits_batch(&self, hs: &[f32], out: &mut [f32]) {
+        match self {
+            Matrix::F32(m) => m.logits_batch(hs, out),
+            Matrix::Int8(m) => m.logits_batch(hs, out),
+        }
+    }
+
+    fn n_rows(&self) -> usize {
+        match self {
+            Matrix::F32(m) => m.n_rows(),
+            Matrix::Int8(m) => m.n_rows(),
+        }
+    }
+
+    /// Word id of row `j` (for gathered matrices).
+    #[inline]
+    fn id(&self, j: usize) -> u32 {
+        match self {
+            Matrix::F32(m) => m.id(j),
+            Matrix::Int8(m) => m.id(j),
+        }
+    }
+
+    /// The rows `ids` (in that order), each mapped to its id.
+    fn gather(&self, ids: &[u32]) -> Matrix {
+        match self {
+            Matrix::F32(m) => Matrix::F32(m.gather(ids)),
+            Matrix::Int8(m) => Matrix::Int8(m.gather(ids)),
+        }
+    }
+}
 
 /// One recurrent layer (one direction) packed for the engine.
 struct Rnn {
     cell: Cell,
     d_h: usize,
     /// `W_ih [G·d_h, d_in]` with `b_ih` (+ `b_hh` for LSTM, whose biases simply add).
-    w_ih: PackedMatrix,
+    w_ih: Matrix,
     /// `W_hh [G·d_h, d_h]` with `b_hh` for GRU (it sits inside the reset gate), zero for LSTM.
-    w_hh: PackedMatrix,
+    w_hh: Matrix,
 }
 
 impl Rnn {
@@ -42,8 +93,8 @@ impl Rnn {
         Rnn {
             cell,
             d_h,
-            w_ih: PackedMatrix::new(w.get(&format!("{prefix}.w_ih")), &bx, d_in, None),
-            w_hh: PackedMatrix::new(w.get(&format!("{prefix}.w_hh")), &bh, d_h, None),
+            w_ih: Matrix::new(w, &format!("{prefix}.w_ih"), &bx, d_in),
+            w_hh: Matrix::new(w, &format!("{prefix}.w_hh"), &bh, d_h),
         }
     }
 
@@ -68,10 +119,14 @@ pub struct Translator {
     encoder: Vec<[Rnn; 2]>,
     decoder: Vec<Rnn>,
     /// `W_a [H, H]`: `keys = enc · W_aᵀ`.
-    attn_score: PackedMatrix,
+    attn_score: Matrix,
     /// `W_c [A, 2H]`: `h̃ = tanh(W_c [c; h])`.
-    attn_out: PackedMatrix,
-    head: FullHead,
+    attn_out: Matrix,
+    /// `W_out [V, A]` with its bias (the target embedding when tied).
+    output: Matrix,
+    precision: Precision,
+    /// The vocabulary map beam search decodes with, if any.
+    vmap: Option<(Shortlister, VmapScope)>,
 }
 
 /// What the decoder attends to for one sentence.
@@ -132,10 +187,70 @@ pub struct Scratch {
     gh: Vec<f32>,
     cat: Vec<f32>,
     scores: Vec<f32>,
-    /// [n, V] after [`Translator::step`]
+    /// Every row's logits after [`Translator::step`], row `r` at `offsets[r]..offsets[r + 1]`
+    /// (`V` each under [`Output::Full`], its shortlist's length under a vocabulary map).
     pub logits: Vec<f32>,
+    /// `[n + 1]`
+    pub offsets: Vec<usize>,
     /// Per row: the source position with the most attention this step.
     pub attended: Vec<u32>,
+}
+
+impl Scratch {
+    /// Row `r`'s logits after [`Translator::step`].
+    pub fn row_logits(&self, r: usize) -> &[f32] {
+        &self.logits[self.offsets[r]..self.offsets[r + 1]]
+    }
+}
+
+/// The output rows of a vocabulary-map shortlist: target ids (sorted) and their weight rows
+/// and biases gathered into one packed matrix.
+pub struct Shortlist {
+    matrix: Matrix,
+}
+
+impl Shortlist {
+    /// Target ids, sorted and distinct, all below the vocabulary size.
+    pub fn ids(&self) -> impl Iterator<Item = u32> + '_ {
+        (0..self.matrix.n_rows()).map(|r| self.matrix.id(r))
+    }
+
+    pub fn len(&self) -> usize {
+        self.matrix.n_rows()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.matrix.n_rows() == 0
+    }
+
+    /// The target id of shortlist row `j`.
+    #[inline]
+    pub fn word(&self, j: usize) -> u32 {
+        self.matrix.id(j)
+    }
+}
+
+/// What the output layer scores in a decoder step.
+#[derive(Clone, Copy)]
+pub enum Output<'a> {
+    /// Every target word.
+    Full,
+    /// Each sentence `s` of the batch scores `lists[of_sentence[s]]` only.
+    Shortlists {
+        lists: &'a [Shortlist],
+        of_sentence: &'a [usize],
+    },
+}
+
+impl Output<'_> {
+    /// The target id of logit `j` of a row of sentence `s`.
+    #[inline]
+    pub fn word(&self, s: usize, j: usize) -> u32 {
+        match self {
+            Output::Full => j as u32,
+            Output::Shortlists { lists, of_sentence } => lists[of_sentence[s]].word(j),
+        }
+    }
 }
 
 /// Seconds of a translation spent per component (the OpenNMT paper's Figure 2).
@@ -150,8 +265,11 @@ pub struct Profile {
     pub output: f64,
     /// Beam search: choosing, reordering and finishing hypotheses.
     pub beam: f64,
-    /// Hypothesis rows the output layer scored (its work is `rows · V · d` multiply-adds).
+    /// Hypothesis rows the output layer scored.
     pub output_rows: u64,
+    /// Logits the output layer computed (its work is `logits · d` multiply-adds; `rows · V`
+    /// without a vocabulary map).
+    pub output_logits: u64,
 }
 
 impl Profile {
@@ -166,6 +284,7 @@ impl Profile {
         self.output += o.output;
         self.beam += o.beam;
         self.output_rows += o.output_rows;
+        self.output_logits += o.output_logits;
     }
 }
 
@@ -210,24 +329,25 @@ impl Translator {
         Ok(Translator {
             encoder,
             decoder,
-            attn_score: PackedMatrix::new(
-                w.get("attn.score"),
-                &no_bias(s.d_hidden),
-                s.d_hidden,
-                None,
+            attn_score: Matrix::new(&w, "attn.score", &no_bias(s.d_hidden), s.d_hidden),
+            attn_out: Matrix::new(&w, "attn.out", &no_bias(s.d_attn), 2 * s.d_hidden),
+            output: Matrix::new(
+                &w,
+                if s.tied {
+                    "tgt_embedding"
+                } else {
+                    "output.weight"
+                },
+                w.get("output.bias"),
+                s.d_attn,
             ),
-            attn_out: PackedMatrix::new(
-                w.get("attn.out"),
-                &no_bias(s.d_attn),
-                2 * s.d_hidden,
-                None,
-            ),
-            head: FullHead::new(w.output_matrix(), w.get("output.bias"), s.d_attn)?,
+            precision: w.precision(),
             src_embedding: w.get("src_embedding").to_vec(),
             tgt_embedding: w.get("tgt_embedding").to_vec(),
             spec: s,
             src_vocab: w.src_vocab,
             tgt_vocab: w.tgt_vocab,
+            vmap: None,
         })
     }
 
@@ -243,9 +363,28 @@ impl Translator {
         &self.tgt_vocab
     }
 
-    /// The output layer as a head (the next issue screens it).
-    pub fn head(&self) -> &FullHead {
-        &self.head
+    /// How the matrices are stored (and multiplied).
+    pub fn precision(&self) -> Precision {
+        self.precision
+    }
+
+    /// Decode with a vocabulary map (`None`: score every target word).
+    pub fn set_vocab_map(&mut self, map: Option<(Shortlister, VmapScope)>) {
+        self.vmap = map;
+    }
+
+    /// The vocabulary map in use, if any.
+    pub fn vocab_map(&self) -> Option<(&Shortlister, VmapScope)> {
+        self.vmap.as_ref().map(|(m, s)| (m, *s))
+    }
+
+    /// The output rows of the target ids `ids` (sorted, distinct, in the vocabulary).
+    pub fn shortlist(&self, ids: &[u32]) -> Shortlist {
+        debug_assert!(ids.windows(2).all(|w| w[0] < w[1]));
+        debug_assert!(ids.iter().all(|&i| (i as usize) < self.spec.tgt_vocab_size));
+        Shortlist {
+            matrix: self.output.gather(ids),
+        }
     }
 
     /// Encodes one source sentence: ids `[S]` (ending with `<eos>`, all in the vocabulary).
@@ -384,13 +523,15 @@ impl Translator {
     }
 
     /// One decoder step for every row: feeds `prev [n]` (the previous target ids; `<eos>` at
-    /// the start), updates the rows, and leaves the logits `[n, V]` and the attended source
-    /// positions in `scratch`. Adds its time to `profile`.
+    /// the start), updates the rows, and leaves the logits of `output` (see
+    /// [`Scratch::row_logits`]) and the attended source positions in `scratch`. Rows must be
+    /// grouped by sentence. Adds its time to `profile`.
     pub fn step(
         &self,
         prev: &[u32],
         rows: &mut Rows,
         encoded: &[Encoded],
+        output: Output,
         scratch: &mut Scratch,
         profile: &mut Profile,
     ) {
@@ -440,45 +581,53 @@ impl Translator {
         for r in 0..n {
             let enc = &encoded[rows.sentence[r]];
             let q = &top[r * h..(r + 1) * h];
-            scratch.scores.clear();
-            scratch.scores.extend(
-                enc.keys
-                    .chunks_exact(h)
-                    .map(|k| fastsoftmax_infer::kernels::dot(k, q)),
+            let (ctx, hid) = scratch.cat[r * 2 * h..(r + 1) * 2 * h].split_at_mut(h);
+            let best = fastsoftmax_infer::kernels::attend(
+                &enc.keys,
+                &enc.enc,
+                q,
+                &mut scratch.scores,
+                ctx,
             );
-            let (mut best, mut max) = (0, f32::NEG_INFINITY);
-            for (j, &s) in scratch.scores.iter().enumerate() {
-                if s > max {
-                    (best, max) = (j, s);
-                }
-            }
             scratch.attended[r] = best as u32;
-            let mut sum = 0.0f32;
-            for s in scratch.scores.iter_mut() {
-                *s = (*s - max).exp();
-                sum += *s;
-            }
-            let ctx = &mut scratch.cat[r * 2 * h..r * 2 * h + h];
-            ctx.fill(0.0);
-            for (alpha, row) in scratch.scores.iter().zip(enc.enc.chunks_exact(h)) {
-                let w = alpha / sum;
-                for (c, x) in ctx.iter_mut().zip(row) {
-                    *c += w * x;
-                }
-            }
-            scratch.cat[r * 2 * h + h..(r + 1) * 2 * h].copy_from_slice(q);
+            hid.copy_from_slice(q);
         }
         self.attn_out.logits_batch(&scratch.cat, &mut rows.feed);
-        for x in rows.feed.iter_mut() {
-            *x = x.tanh();
-        }
+        fastsoftmax_infer::kernels::tanh_in_place(&mut rows.feed);
         profile.attention += lap(&mut clock);
-        scratch.logits.resize(n * v, 0.0);
-        self.head
-            .matrix()
-            .logits_batch(&rows.feed, &mut scratch.logits);
+        scratch.offsets.clear();
+        scratch.offsets.push(0);
+        match output {
+            Output::Full => {
+                scratch.logits.resize(n * v, 0.0);
+                self.output.logits_batch(&rows.feed, &mut scratch.logits);
+                scratch.offsets.extend((1..=n).map(|r| r * v));
+            }
+            Output::Shortlists { lists, of_sentence } => {
+                let list_of = |r: usize| of_sentence[rows.sentence[r]];
+                let total = (0..n).map(|r| lists[list_of(r)].len()).sum();
+                scratch.logits.resize(total, 0.0);
+                // One product per run of rows sharing a shortlist.
+                let (mut r, mut off) = (0, 0);
+                while r < n {
+                    let list = &lists[list_of(r)];
+                    let end = (r + 1..n).find(|&e| list_of(e) != list_of(r)).unwrap_or(n);
+                    let c = list.len();
+                    list.matrix.logits_batch(
+                        &rows.feed[r * a..end * a],
+                        &mut scratch.logits[off..off + (end - r) * c],
+                    );
+                    for _ in r..end {
+                        off += c;
+                        scratch.offsets.push(off);
+                    }
+                    r = end;
+                }
+            }
+        }
         profile.output += lap(&mut clock);
         profile.output_rows += n as u64;
+        profile.output_logits += scratch.logits.len() as u64;
     }
 
     /// Teacher forcing for one sentence (export parity checks): the logits `[T, V]` after each
@@ -496,7 +645,14 @@ impl Translator {
                     self.spec.tgt_vocab_size
                 )));
             }
-            self.step(&[y], &mut rows, &encoded, &mut scratch, &mut profile);
+            self.step(
+                &[y],
+                &mut rows,
+                &encoded,
+                Output::Full,
+                &mut scratch,
+                &mut profile,
+            );
             out.push(scratch.logits.clone());
         }
         Ok(out)

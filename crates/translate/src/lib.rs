@@ -5,12 +5,17 @@
 //! - [`beam`]: beam search over a batch of sentences, n-best, length normalisation.
 //! - [`text`]: word tokens and the way back to text.
 //! - [`bleu`]: corpus BLEU as sacreBLEU computes it by default.
+//! - [`align`], [`vmap`]: word alignment and the vocabulary map built from it, which cuts the
+//!   output layer to the words a sentence's source n-grams can bring.
 
+pub mod align;
 pub mod artifact;
 pub mod beam;
 pub mod bleu;
 pub mod engine;
 pub mod text;
+pub mod vmap;
 
-pub use beam::{SearchOptions, Source, Translation};
+pub use beam::{SearchOptions, Source, Translation, VmapScope};
 pub use engine::{Profile, Translator};
+pub use vmap::{Shortlister, VmapConfig, VocabMap};

@@ -5,18 +5,27 @@
 //! - [`rows`]: exact logits for rows picked per query (graph, tree, hashing and preview heads).
 //! - `vecmat`: vector × matrix with register-resident accumulators.
 //! - [`exp_nonpositive`] / [`log_sum_exp`]: a vectorisable exp and the softmax normaliser.
+//! - [`sigmoid`], [`tanh`], [`tanh_in_place`]: the recurrent cells' nonlinearities on that exp.
+//! - [`attend`]: dot-product attention of one query over one sequence.
 //!
 //! Three code paths share each layout: AVX-512 intrinsics, the portable code compiled for
 //! AVX2+FMA, and the portable code for any CPU; picked once when a matrix is built (set
-//! `FASTSOFTMAX_PORTABLE=1` to force the portable path, e.g. to compare). The int8/int16
-//! products of the translation engine belong here too.
+//! `FASTSOFTMAX_PORTABLE=1` to force the portable path, e.g. to compare).
+//! - [`Int8Matrix`] (`int8`): the same products on int8 rows with one scale per row (AVX-512
+//!   VNNI, or a portable path that sums the same integers).
 
+mod activations;
+mod attention;
 mod exp;
+mod int8;
 mod panel;
 pub mod rows;
 mod vecmat;
 
+pub use activations::{sigmoid, tanh, tanh_in_place};
+pub use attention::attend;
 pub use exp::{exp_nonpositive, log_sum_exp, log_sum_exp_top_k};
+pub use int8::{quantize_rows, Int8Matrix};
 pub use panel::PackedMatrix;
 pub(crate) use vecmat::vecmat;
 pub use vecmat::vecmat_naive;
@@ -41,8 +50,9 @@ pub fn seeded_values(n: usize, seed: u64) -> Vec<f32> {
 
 /// Plain dot product, the reference for every optimized kernel.
 /// `a · b` with 16 independent partial sums, so the loop vectorises (for single rows picked at
-/// random, where packing into panels does not pay).
-#[inline]
+/// random, where packing into panels does not pay). Always inlined, so that it takes the
+/// vector width of the kernel that calls it.
+#[inline(always)]
 pub fn dot(a: &[f32], b: &[f32]) -> f32 {
     debug_assert_eq!(a.len(), b.len());
     let mut acc = [0.0f32; 16];

@@ -8,7 +8,6 @@
 //! thread runs all `T` steps of its block: both cores busy, no barrier per step. The weight
 //! gradient is one product over the whole window afterwards.
 
-use fastsoftmax_infer::exp_nonpositive;
 use rayon::prelude::*;
 
 use super::gemm::{matmul, MatRef};
@@ -32,24 +31,8 @@ impl Window {
     }
 }
 
-/// `σ(x)`, branch-free on [`exp_nonpositive`] so that loops over it vectorise.
-#[inline(always)]
-pub fn sigmoid(x: f32) -> f32 {
-    let e = exp_nonpositive(-x.abs());
-    let s = 1.0 / (1.0 + e);
-    if x >= 0.0 {
-        s
-    } else {
-        e * s
-    }
-}
-
-/// `tanh(x)`, absolute error below 3e-7.
-#[inline(always)]
-pub fn tanh(x: f32) -> f32 {
-    let e = exp_nonpositive(-2.0 * x.abs());
-    ((1.0 - e) / (1.0 + e)).copysign(x)
-}
+/// The engine's branch-free `σ` and `tanh` (no subnormals, vectorisable), shared with training.
+pub use fastsoftmax_infer::kernels::{sigmoid, tanh};
 
 /// What the LSTM backward needs from the forward.
 #[derive(Clone)]

@@ -1,0 +1,443 @@
+//! int8 matrix products with one scale per weight row, beside the f32 panels: a quarter of the
+//! bytes to stream and, with AVX-512 VNNI, 64 multiply-adds per instruction against an f32
+//! FMA's 16.
+//!
+//! Layout: panels of [`PANEL`] rows, 4 consecutive input dimensions of a row in one 32-bit
+//! lane: `panels[p][j / 4][r][j % 4] = W8[16p + r][j]` (`d` padded to a multiple of 4 with
+//! zeros). One 64-byte load holds 4 dimensions of 16 rows, and `vpdpbusd` adds the 4 products
+//! of each lane into its int32 sum.
+//!
+//! Scales: row `r` is stored as `W8[r] = round(W[r] · 127 / max|W[r]|)`; each context `h` as
+//! `round(h · 127 / max|h|)`, per call and per context, so the logits need no calibration
+//! data. `vpdpbusd` multiplies unsigned by signed bytes, so the context is shifted to u8
+//! (`+128`); the shift adds `128 · Σ_j W8[r][j]` to row `r`'s sum, subtracted with the row sums
+//! kept beside the panels. `logit_r = (sum_r − shift_r) · (1/s_r) · (1/s_h) + b_r`.
+//!
+//! Every path sums the same integers, so the VNNI kernel equals the portable one exactly.
+
+use super::PANEL;
+
+/// Contexts per tile (2 panels × 12 contexts = 24 of the 32 AVX-512 registers).
+const QTILE: usize = 12;
+/// Panels per tile.
+const TILE_PANELS: usize = 2;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Path {
+    #[cfg(target_arch = "x86_64")]
+    Vnni,
+    Portable,
+}
+
+impl Path {
+    fn detect() -> Path {
+        #[cfg(target_arch = "x86_64")]
+        if std::env::var_os("FASTSOFTMAX_PORTABLE").is_none()
+            && is_x86_feature_detected!("avx512f")
+            && is_x86_feature_detected!("avx512vnni")
+        {
+            return Path::Vnni;
+        }
+        Path::Portable
+    }
+}
+
+/// A matrix `[n_rows, d]` with a bias `[n_rows]` and an optional row → word-id map, quantized
+/// to int8 per row and packed for [`Int8Matrix::logits_batch`].
+#[derive(Debug, Clone)]
+pub struct Int8Matrix {
+    d: usize,
+    /// `d` rounded up to a multiple of 4.
+    d4: usize,
+    n_rows: usize,
+    /// [n_panels, d4 / 4, PANEL, 4]
+    panels: Vec<i8>,
+    /// [n_panels · PANEL]: `max|W[r]| / 127` (0 on padding rows).
+    inv_scale: Vec<f32>,
+    /// [n_panels · PANEL]: `128 · Σ_j W8[r][j]`.
+    shift: Vec<i32>,
+    /// [n_panels · PANEL]; −∞ on padding rows.
+    bias: Vec<f32>,
+    /// [n_rows]; `None` = row i is word i.
+    ids: Option<Vec<u32>>,
+    path: Path,
+}
+
+/// `x` quantized with scale `s` to `[−127, 127]` (ties to even: one vector instruction, where
+/// `round` is a libm call).
+#[inline(always)]
+fn q8(x: f32, s: f32) -> i8 {
+    (x * s).round_ties_even().clamp(-127.0, 127.0) as i8
+}
+
+/// Row-major `rows` `[n, d]` quantized per row: the int8 rows and each row's `max|W[r]| / 127`.
+pub fn quantize_rows(rows: &[f32], d: usize) -> (Vec<i8>, Vec<f32>) {
+    let mut q = Vec::with_capacity(rows.len());
+    let mut inv = Vec::with_capacity(rows.len() / d.max(1));
+    for w in rows.chunks_exact(d) {
+        let max = w.iter().fold(0.0f32, |m, x| m.max(x.abs()));
+        let s = if max > 0.0 { 127.0 / max } else { 1.0 };
+        q.extend(w.iter().map(|&x| q8(x, s)));
+        inv.push(if max > 0.0 { max / 127.0 } else { 0.0 });
+    }
+    (q, inv)
+}
+
+impl Int8Matrix {
+    /// Quantizes row-major `rows` `[n, d]` with `bias` `[n]`; `ids` maps row → word id.
+    pub fn new(rows: &[f32], bias: &[f32], d: usize, ids: Option<Vec<u32>>) -> Self {
+        assert!(d > 0 && rows.len().is_multiple_of(d), "rows must be [n, d]");
+        let (q, inv) = quantize_rows(rows, d);
+        Self::from_quantized(&q, &inv, bias, d, ids)
+    }
+
+    /// Packs rows already quantized by [`quantize_rows`] (`q [n, d]`, `inv_scale [n]`), e.g. as
+    /// read from a quantized artifact.
+    pub fn from_quantized(
+        q: &[i8],
+        inv_scale: &[f32],
+        bias: &[f32],
+        d: usize,
+        ids: Option<Vec<u32>>,
+    ) -> Self {
+        let n_rows = bias.len();
+        assert!(d > 0 && q.len() == n_rows * d, "q must be [n, d]");
+        assert_eq!(inv_scale.len(), n_rows, "one scale per row");
+        if let Some(ids) = &ids {
+            assert_eq!(ids.len(), n_rows, "ids must be [n]");
+        }
+        let d4 = d.div_ceil(4) * 4;
+        let n_panels = n_rows.div_ceil(PANEL);
+        let mut panels = vec![0i8; n_panels * d4 * PANEL];
+        let mut inv = vec![0.0f32; n_panels * PANEL];
+        let mut shift = vec![0i32; n_panels * PANEL];
+        let mut padded_bias = vec![f32::NEG_INFINITY; n_panels * PANEL];
+        padded_bias[..n_rows].copy_from_slice(bias);
+        inv[..n_rows].copy_from_slice(inv_scale);
+        for r in 0..n_rows {
+            let (p, lane) = (r / PANEL, r % PANEL);
+            let mut sum = 0i32;
+            for (j, &x) in q[r * d..(r + 1) * d].iter().enumerate() {
+                sum += x as i32;
+                panels[((p * d4 / 4 + j / 4) * PANEL + lane) * 4 + j % 4] = x;
+            }
+            shift[r] = 128 * sum;
+        }
+        Int8Matrix {
+            d,
+            d4,
+            n_rows,
+            panels,
+            inv_scale: inv,
+            shift,
+            bias: padded_bias,
+            ids,
+            path: Path::detect(),
+        }
+    }
+
+    pub fn dim(&self) -> usize {
+        self.d
+    }
+
+    pub fn n_rows(&self) -> usize {
+        self.n_rows
+    }
+
+    /// Bytes of weights streamed by one query (panels, scales, shifts, bias).
+    pub fn bytes(&self) -> usize {
+        self.panels.len() + 4 * (self.inv_scale.len() + self.shift.len() + self.bias.len())
+    }
+
+    /// Word id of row `row`.
+    #[inline]
+    pub fn id(&self, row: usize) -> u32 {
+        match &self.ids {
+            Some(ids) => ids[row],
+            None => row as u32,
+        }
+    }
+
+    /// Row `r`'s int8 weights `[d]`.
+    pub fn row_q(&self, r: usize) -> Vec<i8> {
+        let (p, lane) = (r / PANEL, r % PANEL);
+        (0..self.d)
+            .map(|j| self.panels[((p * self.d4 / 4 + j / 4) * PANEL + lane) * 4 + j % 4])
+            .collect()
+    }
+
+    /// Row `r`'s `max|W[r]| / 127`.
+    pub fn inv_scale(&self, r: usize) -> f32 {
+        self.inv_scale[r]
+    }
+
+    /// Row `r`'s bias.
+    pub fn bias(&self, r: usize) -> f32 {
+        self.bias[r]
+    }
+
+    /// A new matrix of the rows `rows` (in that order), each mapped to its word id; the int8
+    /// values are copied lane by lane, not re-quantized.
+    pub fn gather(&self, rows: &[u32]) -> Int8Matrix {
+        let n_rows = rows.len();
+        let n_panels = n_rows.div_ceil(PANEL);
+        let groups = self.d4 / 4;
+        let mut panels = vec![0i8; n_panels * self.d4 * PANEL];
+        let mut inv = vec![0.0f32; n_panels * PANEL];
+        let mut shift = vec![0i32; n_panels * PANEL];
+        let mut bias = vec![f32::NEG_INFINITY; n_panels * PANEL];
+        for (i, &r) in rows.iter().enumerate() {
+            let r = r as usize;
+            let (sp, sl) = (r / PANEL, r % PANEL);
+            let (dp, dl) = (i / PANEL, i % PANEL);
+            for g in 0..groups {
+                let src = ((sp * groups + g) * PANEL + sl) * 4;
+                let dst = ((dp * groups + g) * PANEL + dl) * 4;
+                panels[dst..dst + 4].copy_from_slice(&self.panels[src..src + 4]);
+            }
+            inv[i] = self.inv_scale[r];
+            shift[i] = self.shift[r];
+            bias[i] = self.bias[r];
+        }
+        Int8Matrix {
+            d: self.d,
+            d4: self.d4,
+            n_rows,
+            panels,
+            inv_scale: inv,
+            shift,
+            bias,
+            ids: Some(rows.iter().map(|&r| self.id(r as usize)).collect()),
+            path: self.path,
+        }
+    }
+
+    /// Contexts `hs [n, d]` as u8 (`q + 128`), each padded to `d4`, and each one's `1 / s_h`.
+    #[inline(always)]
+    fn quantize_contexts(&self, hs: &[f32], hu: &mut Vec<u8>, inv_h: &mut Vec<f32>) {
+        hu.clear();
+        inv_h.clear();
+        for h in hs.chunks_exact(self.d) {
+            let mut lanes = [0.0f32; 16];
+            let chunks = h.chunks_exact(16);
+            let tail = chunks
+                .remainder()
+                .iter()
+                .fold(0.0f32, |m, x| m.max(x.abs()));
+            for c in chunks {
+                for (m, x) in lanes.iter_mut().zip(c) {
+                    *m = m.max(x.abs());
+                }
+            }
+            let max = lanes.iter().fold(tail, |m, &x| m.max(x));
+            let s = if max > 0.0 { 127.0 / max } else { 1.0 };
+            hu.extend(h.iter().map(|&x| (q8(x, s) as i32 + 128) as u8));
+            hu.resize(hu.len() + self.d4 - self.d, 128);
+            inv_h.push(if max > 0.0 { max / 127.0 } else { 0.0 });
+        }
+    }
+
+    /// Batched product: `out[q][i] ≈ W[i]·hs[q] + b[i]` for `hs [n, d]` and `out [n, n_rows]`,
+    /// both row-major.
+    pub fn logits_batch(&self, hs: &[f32], out: &mut [f32]) {
+        let n = hs.len() / self.d;
+        debug_assert_eq!(hs.len(), n * self.d);
+        debug_assert_eq!(out.len(), n * self.n_rows);
+        match self.path {
+            // SAFETY: the path was chosen after detecting AVX-512 VNNI.
+            #[cfg(target_arch = "x86_64")]
+            Path::Vnni => unsafe { vnni::logits_batch(self, hs, out) },
+            Path::Portable => {
+                let (mut hu, mut inv_h) = (Vec::new(), Vec::new());
+                self.quantize_contexts(hs, &mut hu, &mut inv_h);
+                self.logits_portable(&hu, &inv_h, out)
+            }
+        }
+    }
+
+    /// The reference: the same integer sums, one row and context at a time.
+    fn logits_portable(&self, hu: &[u8], inv_h: &[f32], out: &mut [f32]) {
+        let groups = self.d4 / 4;
+        for (q, h) in hu.chunks_exact(self.d4).enumerate() {
+            for r in 0..self.n_rows {
+                let (p, lane) = (r / PANEL, r % PANEL);
+                let mut acc = 0i32;
+                for g in 0..groups {
+                    let w = &self.panels[((p * groups + g) * PANEL + lane) * 4..][..4];
+                    for k in 0..4 {
+                        acc += h[4 * g + k] as i32 * w[k] as i32;
+                    }
+                }
+                out[q * self.n_rows + r] =
+                    (acc - self.shift[r]) as f32 * (self.inv_scale[r] * inv_h[q]) + self.bias[r];
+            }
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod vnni {
+    use std::arch::x86_64::*;
+
+    use super::{Int8Matrix, PANEL, QTILE, TILE_PANELS};
+
+    #[target_feature(enable = "avx512f,avx512vnni")]
+    pub(super) unsafe fn logits_batch(m: &Int8Matrix, hs: &[f32], out: &mut [f32]) {
+        // The contexts' quantization, compiled here for AVX-512 too.
+        let (mut hu, mut inv_h) = (Vec::new(), Vec::new());
+        m.quantize_contexts(hs, &mut hu, &mut inv_h);
+        let (hu, inv_h) = (hu.as_slice(), inv_h.as_slice());
+        let n = inv_h.len();
+        let n_panels = m.n_rows.div_ceil(PANEL);
+        let mut p = 0;
+        while p < n_panels {
+            let np = TILE_PANELS.min(n_panels - p);
+            let mut q = 0;
+            while q < n {
+                let nq = QTILE.min(n - q);
+                macro_rules! dispatch {
+                    ($($q:literal)*) => {
+                        match (np, nq) {
+                            $((2, $q) => tile::<$q, 2>(m, p, hu, inv_h, q, out),
+                              (_, $q) => tile::<$q, 1>(m, p, hu, inv_h, q, out),)*
+                            _ => unreachable!("nq is in 1..=QTILE"),
+                        }
+                    };
+                }
+                dispatch!(1 2 3 4 5 6 7 8 9 10 11 12);
+                q += nq;
+            }
+            p += np;
+        }
+    }
+
+    /// `P` panels from panel `p` × `Q` contexts from context `q0`: integer sums in registers,
+    /// then scaled, biased and stored 16 logits at a time (the last panel masked to the rows).
+    #[inline(always)]
+    unsafe fn tile<const Q: usize, const P: usize>(
+        m: &Int8Matrix,
+        p: usize,
+        hu: &[u8],
+        inv_h: &[f32],
+        q0: usize,
+        out: &mut [f32],
+    ) {
+        let groups = m.d4 / 4;
+        let wp = m.panels.as_ptr();
+        let hp = hu.as_ptr().add(q0 * m.d4);
+        let mut acc = [[_mm512_setzero_si512(); P]; Q];
+        for g in 0..groups {
+            let mut w = [_mm512_setzero_si512(); P];
+            for (k, v) in w.iter_mut().enumerate() {
+                *v = _mm512_loadu_si512(wp.add(((p + k) * groups + g) * PANEL * 4) as *const _);
+            }
+            for (qi, a) in acc.iter_mut().enumerate() {
+                let x4 = std::ptr::read_unaligned(hp.add(qi * m.d4 + 4 * g) as *const i32);
+                let x = _mm512_set1_epi32(x4);
+                for k in 0..P {
+                    a[k] = _mm512_dpbusd_epi32(a[k], x, w[k]);
+                }
+            }
+        }
+        for k in 0..P {
+            let first = (p + k) * PANEL;
+            let shift = _mm512_loadu_si512(m.shift.as_ptr().add(first) as *const _);
+            let scale = _mm512_loadu_ps(m.inv_scale.as_ptr().add(first));
+            let bias = _mm512_loadu_ps(m.bias.as_ptr().add(first));
+            let live = (m.n_rows - first).min(PANEL);
+            let mask: __mmask16 = if live == PANEL {
+                0xFFFF
+            } else {
+                (1u16 << live) - 1
+            };
+            for (qi, a) in acc.iter().enumerate() {
+                let sums = _mm512_cvtepi32_ps(_mm512_sub_epi32(a[k], shift));
+                let s = _mm512_mul_ps(scale, _mm512_set1_ps(inv_h[q0 + qi]));
+                let logits = _mm512_fmadd_ps(sums, s, bias);
+                let dst = out.as_mut_ptr().add((q0 + qi) * m.n_rows + first);
+                _mm512_mask_storeu_ps(dst, mask, logits);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernels::seeded_values as values;
+
+    #[test]
+    fn int8_logits_are_close_to_f32_and_every_path_sums_the_same_integers() {
+        for (n, d) in [(1, 1), (17, 7), (100, 256), (33, 130)] {
+            let w = values(n * d, 1);
+            let b = values(n, 2);
+            let mut m = Int8Matrix::new(&w, &b, d, None);
+            // 13 contexts: a full tile and one more.
+            let hs = values(13 * d, 3);
+            let mut fast = vec![0.0; 13 * n];
+            m.logits_batch(&hs, &mut fast);
+            m.path = Path::Portable;
+            let mut portable = vec![0.0; 13 * n];
+            m.logits_batch(&hs, &mut portable);
+            // `mul(scale, inv_h)` then one FMA on one side, the same in two roundings on the
+            // other: equal to the last bit or within one rounding.
+            for (a, b) in fast.iter().zip(&portable) {
+                assert!((a - b).abs() <= 1e-6 * b.abs().max(1.0), "{a} vs {b}");
+            }
+            for (q, h) in hs.chunks(d).enumerate() {
+                for r in 0..n {
+                    let exact: f32 = w[r * d..(r + 1) * d]
+                        .iter()
+                        .zip(h)
+                        .map(|(a, b)| a * b)
+                        .sum::<f32>()
+                        + b[r];
+                    // Two roundings of at most half a step each, over d products.
+                    let bound = (d as f32).sqrt() * 2.0 / 127.0 + 1e-5;
+                    let got = portable[q * n + r];
+                    assert!(
+                        (got - exact).abs() <= bound,
+                        "n {n} d {d}: {got} vs {exact}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn gathered_rows_keep_their_values_and_ids() {
+        let (n, d) = (40, 24);
+        let w = values(n * d, 5);
+        let b = values(n, 6);
+        let m = Int8Matrix::new(&w, &b, d, None);
+        let pick = [3u32, 17, 18, 39];
+        let g = m.gather(&pick);
+        assert_eq!(g.n_rows(), 4);
+        let h = values(d, 7);
+        let (mut all, mut some) = (vec![0.0; n], vec![0.0; 4]);
+        m.logits_batch(&h, &mut all);
+        g.logits_batch(&h, &mut some);
+        for (j, &r) in pick.iter().enumerate() {
+            assert_eq!(g.id(j), r);
+            assert_eq!(some[j], all[r as usize]);
+        }
+        // Round trip through the stored form.
+        let (q, inv) = quantize_rows(&w, d);
+        let back = Int8Matrix::from_quantized(&q, &inv, &b, d, None);
+        let mut again = vec![0.0; n];
+        back.logits_batch(&h, &mut again);
+        assert_eq!(again, all);
+        assert_eq!(m.row_q(5), q[5 * d..6 * d].to_vec());
+    }
+
+    #[test]
+    fn zero_rows_and_contexts_give_the_bias() {
+        let m = Int8Matrix::new(&[0.0; 8], &[0.5, -1.0], 4, None);
+        let mut out = [0.0; 2];
+        m.logits_batch(&[1.0, -2.0, 3.0, 0.0], &mut out);
+        assert_eq!(out, [0.5, -1.0]);
+        let m = Int8Matrix::new(&[1.0; 8], &[0.5, -1.0], 4, None);
+        m.logits_batch(&[0.0; 4], &mut out);
+        assert_eq!(out, [0.5, -1.0]);
+    }
+}

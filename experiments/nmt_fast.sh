@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Fast translation (issue 17), against our own f32 full-softmax engine on John (879 verses),
+# 1 thread, rounds interleaved so every configuration sees the same machine load:
+# - Table 1 of the OpenNMT WNMT-2018 paper for our vocabulary maps: longest n-gram, minimum
+#   count, words per n-gram → coverage of the test references' tokens, candidates per token,
+#   file size, output-layer time, BLEU (beam 5, batch 16);
+# - Table 3: f32 full softmax against the map (per-sentence and per-batch shortlists), beam 1
+#   and 5, decode time and BLEU;
+# - Figure 3: words/s against the batch size at beam 5, with and without the map.
+# Raw rows go to experiments/results/nmt-fast/; experiments/results/nmt-fast.md discusses them.
+#
+#   bash experiments/nmt_fast.sh [MODEL] [ROUNDS]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+MODEL=${1:-assets/models/bible-en-de-tiny}
+ROUNDS=${2:-3}
+OUT=experiments/results/nmt-fast
+mkdir -p "$OUT"
+cargo build --release
+B=./target/release/fastsoftmax
+$B data fetch bible
+T=data/bible/test
+
+# Table 1's maps, all from one alignment of the training split.
+MAPS="n1-f2-N20 n2-f2-N10 n2-f2-N20 n2-f1-N20 n2-f2-N50 n3-f2-N20"
+[ -f "$OUT/train.links" ] || $B build-vmap --out "$OUT/n2-f2-N20.vmap" --links-out "$OUT/train.links" >/dev/null
+: > "$OUT/maps.jsonl"
+for m in $MAPS; do
+  IFS=- read -r n f N <<< "$m"
+  $B build-vmap --links "$OUT/train.links" --out "$OUT/$m.vmap" --max-ngram "${n#n}" \
+    --min-freq "${f#f}" --per-ngram "${N#N}" --json | python3 -c "import json,sys; r=json.load(sys.stdin); r['map']='$m'; print(json.dumps(r))" >> "$OUT/maps.jsonl"
+done
+
+# One decode: appends its stats, BLEU and labels to rows.jsonl.
+run() {  # run LABEL ROUND BEAM BATCH [translate options...]
+  local label=$1 round=$2 beam=$3 batch=$4
+  shift 4
+  $B translate --model "$MODEL" --input $T.en --beam "$beam" --batch "$batch" "$@" \
+    --output "$OUT/hyp.de" --stats "$OUT/stats.json" 2>/dev/null
+  local bleu
+  bleu=$($B bleu --ref $T.de --hyp "$OUT/hyp.de" --json | python3 -c "import json,sys; print(json.load(sys.stdin)['score'])")
+  python3 -c "import json; s=json.load(open('$OUT/stats.json')); s.update(config='$label', round=$round, bleu=$bleu); print(json.dumps(s))" >> "$OUT/rows.jsonl"
+}
+
+: > "$OUT/rows.jsonl"
+for round in $(seq "$ROUNDS"); do
+  echo "round $round/$ROUNDS" >&2
+  for beam in 5 1; do
+    run f32 "$round" $beam 16
+    run vmap "$round" $beam 16 --vmap "$OUT/n2-f2-N20.vmap"
+    run vmap-batch "$round" $beam 16 --vmap "$OUT/n2-f2-N20.vmap" --vmap-scope batch
+  done
+  for m in $MAPS; do
+    [ "$m" = n2-f2-N20 ] || run "table1 $m" "$round" 5 16 --vmap "$OUT/$m.vmap"
+  done
+  for batch in 1 4 64; do
+    run f32 "$round" 5 $batch
+    run vmap "$round" 5 $batch --vmap "$OUT/n2-f2-N20.vmap"
+    run vmap-batch "$round" 5 $batch --vmap "$OUT/n2-f2-N20.vmap" --vmap-scope batch
+  done
+done
+rm -f "$OUT/stats.json" "$OUT/hyp.de"
+python3 experiments/nmt_fast_tables.py "$OUT" | tee "$OUT/summary.md"

@@ -1,0 +1,73 @@
+"""Tables of experiments/nmt_fast.sh from its raw rows (medians over rounds).
+
+    python3 experiments/nmt_fast_tables.py experiments/results/nmt-fast
+"""
+import collections
+import json
+import statistics
+import sys
+
+out = sys.argv[1]
+rows = [json.loads(l) for l in open(f"{out}/rows.jsonl")]
+maps = {m["map"]: m for m in (json.loads(l) for l in open(f"{out}/maps.jsonl"))}
+by = collections.defaultdict(list)
+for r in rows:
+    by[(r["config"], r["beam"], r["batch"])].append(r)
+
+
+def med(rs, f):
+    return statistics.median(f(r) for r in rs)
+
+
+def seconds(rs):
+    return med(rs, lambda r: r["seconds"])
+
+
+def output_s(rs):
+    return med(rs, lambda r: r["profile"]["output"])
+
+
+rounds = max(len(v) for v in by.values())
+print(f"Medians of {rounds} interleaved rounds; John, 879 verses, 1 thread.\n")
+
+base = by[("f32", 5, 16)]
+print("## Table 1: vocabulary maps (beam 5, batch 16, per-sentence shortlists)\n")
+print("| map | n | min count | N | test coverage | candidates / token | words / row | file MB "
+      "| output layer s | vs f32 | BLEU |")
+print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+print(f"| none (f32 full) | | | | 100% | | {med(base, lambda r: r['logits_per_row']):,.0f} | "
+      f"| {output_s(base):.2f} | 1 | {base[0]['bleu']:.2f} |")
+for name, m in maps.items():
+    rs = by[("vmap", 5, 16)] if name == "n2-f2-N20" else by[(f"table1 {name}", 5, 16)]
+    print(f"| {name} | {m['max_ngram']} | {m['min_freq']} | {m['per_ngram']} | "
+          f"{100 * m['coverage']:.2f}% | {m['candidates_per_token']:.1f} | "
+          f"{med(rs, lambda r: r['logits_per_row']):,.0f} | {m['bytes'] / 1e6:.1f} | "
+          f"{output_s(rs):.3f} | {output_s(base) / output_s(rs):.1f}× | {rs[0]['bleu']:.2f} |")
+
+print("\n## Table 3: decode time (batch 16)\n")
+print("| engine | beam | BLEU | decode s | words/s | vs f32 | output layer s | vs f32 |")
+print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+for beam in (1, 5):
+    b = by[("f32", beam, 16)]
+    for config in ("f32", "vmap", "vmap-batch"):
+        rs = by[(config, beam, 16)]
+        print(f"| {config} | {beam} | {rs[0]['bleu']:.2f} | {seconds(rs):.2f} | "
+              f"{med(rs, lambda r: r['words_per_s']):,.0f} | {seconds(b) / seconds(rs):.2f}× | "
+              f"{output_s(rs):.3f} | {output_s(b) / output_s(rs):.1f}× |")
+
+print("\n## Figure 3: words/s against the batch size (beam 5)\n")
+print("| batch | f32 | vmap (sentence) | vmap (batch union) | vmap vs f32 | BLEU f32 / vmap / union |")
+print("| ---: | ---: | ---: | ---: | ---: | --- |")
+for batch in (1, 4, 16, 64):
+    f, v, u = (by[(c, 5, batch)] for c in ("f32", "vmap", "vmap-batch"))
+    wps = [med(x, lambda r: r["words_per_s"]) for x in (f, v, u)]
+    print(f"| {batch} | {wps[0]:,.0f} | {wps[1]:,.0f} | {wps[2]:,.0f} | {wps[1] / wps[0]:.2f}× | "
+          f"{f[0]['bleu']:.2f} / {v[0]['bleu']:.2f} / {u[0]['bleu']:.2f} |")
+
+print("\n## Where the time goes (beam 5, batch 16)\n")
+for config in ("f32", "vmap"):
+    p = dict(by[(config, 5, 16)][-1]["profile"])
+    p.pop("output_rows")
+    p.pop("output_logits")
+    total = sum(p.values())
+    print(f"- {config}: " + " · ".join(f"{k} {100 * v / total:.0f}%" for k, v in p.items()))

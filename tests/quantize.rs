@@ -1,0 +1,119 @@
+//! `fastsoftmax quantize` on the shipped translator: an int8 artifact a quarter of the size that
+//! `translate` serves with int8 products, close to the f32 engine; version and misuse errors.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use fastsoftmax_translate::artifact::{NmtWeights, Precision};
+use fastsoftmax_translate::{Profile, SearchOptions, Translator};
+
+fn shipped() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("assets/models/bible-en-de-tiny")
+}
+
+fn cli(args: &[&str]) -> (bool, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_fastsoftmax"))
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn size(dir: &Path) -> u64 {
+    std::fs::metadata(dir.join("model.safetensors"))
+        .unwrap()
+        .len()
+}
+
+#[test]
+fn int8_artifact_serves_translations_close_to_f32() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("int8");
+    let s = |p: &Path| p.to_str().unwrap().to_string();
+    let (ok, stdout, err) = cli(&["quantize", "--model", &s(&shipped()), "--out", &s(&out)]);
+    assert!(ok, "{err}");
+    assert!(stdout.contains("MB of weights"), "{stdout}");
+    assert!(size(&out) * 3 < size(&shipped()), "a quarter of the size");
+    let w = NmtWeights::load(&out).unwrap();
+    assert_eq!(w.precision(), Precision::Int8);
+    let manifest = std::fs::read_to_string(out.join("manifest.json")).unwrap();
+    assert!(manifest.contains("\"format_version\": 2") && manifest.contains("\"int8\""));
+
+    // Teacher-forced logits of a verse: int8 within a small fraction of the logits' spread of
+    // f32, and the same best word at most steps.
+    let f32_engine = Translator::load(&shipped()).unwrap();
+    let int8_engine = Translator::load(&out).unwrap();
+    assert_eq!(int8_engine.precision(), Precision::Int8);
+    let src = f32_engine.source("In the beginning was the Word.", 250);
+    let tgt: Vec<u32> = ["<eos>", "Im", "Anfang", "war", "das", "Wort", "."]
+        .iter()
+        .map(|w| f32_engine.tgt_vocab().id_or_unk(w))
+        .collect();
+    let a = f32_engine.forced_logits(&src.ids, &tgt).unwrap();
+    let b = int8_engine.forced_logits(&src.ids, &tgt).unwrap();
+    let argmax = |v: &[f32]| {
+        v.iter()
+            .enumerate()
+            .max_by(|x, y| x.1.total_cmp(y.1))
+            .unwrap()
+            .0
+    };
+    let mut same = 0;
+    for (x, y) in a.iter().zip(&b) {
+        let spread =
+            x.iter().cloned().fold(f32::MIN, f32::max) - x.iter().cloned().fold(f32::MAX, f32::min);
+        let worst = x
+            .iter()
+            .zip(y)
+            .map(|(p, q)| (p - q).abs())
+            .fold(0.0, f32::max);
+        assert!(
+            worst < 0.05 * spread,
+            "int8 logits off by {worst} of a spread {spread}"
+        );
+        same += (argmax(x) == argmax(y)) as usize;
+    }
+    assert!(
+        same + 1 >= a.len(),
+        "best words agree at {same} of {} steps",
+        a.len()
+    );
+    let out_text = int8_engine
+        .translate(
+            &["Jesus wept.", ""],
+            &SearchOptions::default(),
+            &mut Profile::default(),
+        )
+        .unwrap();
+    assert!(!out_text[0][0].text.is_empty() && out_text[1][0].text.is_empty());
+
+    // Misuse: quantizing twice, or over the f32 model.
+    let (ok, _, err) = cli(&[
+        "quantize",
+        "--model",
+        &s(&out),
+        "--out",
+        &s(&tmp.path().join("again")),
+    ]);
+    assert!(!ok && err.contains("already quantized"), "{err}");
+    let (ok, _, err) = cli(&["quantize", "--model", &s(&out), "--out", &s(&out)]);
+    assert!(!ok, "{err}");
+
+    // A format from a newer engine is refused with a version error, not misread.
+    let newer = manifest.replace("\"format_version\": 2", "\"format_version\": 3");
+    std::fs::write(out.join("manifest.json"), newer).unwrap();
+    let e = Translator::load(&out).err().expect("refused").to_string();
+    assert!(
+        e.contains("format version 3") && e.contains("update fastsoftmax"),
+        "{e}"
+    );
+    // And a v1 manifest cannot claim int8 weights.
+    let v1 = manifest.replace("\"format_version\": 2", "\"format_version\": 1");
+    std::fs::write(out.join("manifest.json"), v1).unwrap();
+    let e = Translator::load(&out).err().expect("refused").to_string();
+    assert!(e.contains("v1 manifest holds f32"), "{e}");
+}
