@@ -4,8 +4,8 @@
 # - Table 1 of the OpenNMT WNMT-2018 paper for our vocabulary maps: longest n-gram, minimum
 #   count, words per n-gram → coverage of the test references' tokens, candidates per token,
 #   file size, output-layer time, BLEU (beam 5, batch 16);
-# - Table 3: f32 full softmax against the map (per-sentence and per-batch shortlists), beam 1
-#   and 5, decode time and BLEU;
+# - Table 3: f32 full softmax, int8 (`quantize`), the map (per-sentence and per-batch
+#   shortlists) and int8 with the map, beam 1 and 5, decode time and BLEU;
 # - Figure 3: words/s against the batch size at beam 5, with and without the map.
 # Raw rows go to experiments/results/nmt-fast/; experiments/results/nmt-fast.md discusses them.
 #
@@ -20,10 +20,14 @@ cargo build --release
 B=./target/release/fastsoftmax
 $B data fetch bible
 T=data/bible/test
+INT8=$OUT/int8-model
+$B quantize --model "$MODEL" --out "$INT8" >/dev/null
 
-# Table 1's maps, all from one alignment of the training split.
+# Table 1's maps, all from one alignment of the training split; BEST serves Table 3 and the
+# batch figure (the fastest map of Table 1 that keeps BLEU, see results/nmt-fast.md).
 MAPS="n1-f2-N20 n2-f2-N10 n2-f2-N20 n2-f1-N20 n2-f2-N50 n3-f2-N20"
-[ -f "$OUT/train.links" ] || $B build-vmap --out "$OUT/n2-f2-N20.vmap" --links-out "$OUT/train.links" >/dev/null
+BEST=${BEST:-n2-f2-N10}
+[ -f "$OUT/train.links" ] || $B build-vmap --out "$OUT/$BEST.vmap" --links-out "$OUT/train.links" >/dev/null
 : > "$OUT/maps.jsonl"
 for m in $MAPS; do
   IFS=- read -r n f N <<< "$m"
@@ -47,17 +51,20 @@ for round in $(seq "$ROUNDS"); do
   echo "round $round/$ROUNDS" >&2
   for beam in 5 1; do
     run f32 "$round" $beam 16
-    run vmap "$round" $beam 16 --vmap "$OUT/n2-f2-N20.vmap"
-    run vmap-batch "$round" $beam 16 --vmap "$OUT/n2-f2-N20.vmap" --vmap-scope batch
+    run vmap "$round" $beam 16 --vmap "$OUT/$BEST.vmap"
+    run vmap-batch "$round" $beam 16 --vmap "$OUT/$BEST.vmap" --vmap-scope batch
+    MODEL=$INT8 run int8 "$round" $beam 16
+    MODEL=$INT8 run int8+vmap "$round" $beam 16 --vmap "$OUT/$BEST.vmap"
   done
   for m in $MAPS; do
-    [ "$m" = n2-f2-N20 ] || run "table1 $m" "$round" 5 16 --vmap "$OUT/$m.vmap"
+    [ "$m" = "$BEST" ] || run "table1 $m" "$round" 5 16 --vmap "$OUT/$m.vmap"
   done
   for batch in 1 4 64; do
     run f32 "$round" 5 $batch
-    run vmap "$round" 5 $batch --vmap "$OUT/n2-f2-N20.vmap"
-    run vmap-batch "$round" 5 $batch --vmap "$OUT/n2-f2-N20.vmap" --vmap-scope batch
+    run vmap "$round" 5 $batch --vmap "$OUT/$BEST.vmap"
+    run vmap-batch "$round" 5 $batch --vmap "$OUT/$BEST.vmap" --vmap-scope batch
+    MODEL=$INT8 run int8+vmap "$round" 5 $batch --vmap "$OUT/$BEST.vmap"
   done
 done
-rm -f "$OUT/stats.json" "$OUT/hyp.de"
+rm -rf "$OUT/stats.json" "$OUT/hyp.de" "$INT8"
 python3 experiments/nmt_fast_tables.py "$OUT" | tee "$OUT/summary.md"

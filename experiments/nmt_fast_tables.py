@@ -37,35 +37,39 @@ print("| map | n | min count | N | test coverage | candidates / token | words / 
 print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
 print(f"| none (f32 full) | | | | 100% | | {med(base, lambda r: r['logits_per_row']):,.0f} | "
       f"| {output_s(base):.2f} | 1 | {base[0]['bleu']:.2f} |")
+best = by[("vmap", 5, 16)]
+best_map = best[0]["vmap"].rsplit("/", 1)[-1].removesuffix(".vmap")
 for name, m in maps.items():
-    rs = by[("vmap", 5, 16)] if name == "n2-f2-N20" else by[(f"table1 {name}", 5, 16)]
+    rs = best if name == best_map else by[(f"table1 {name}", 5, 16)]
     print(f"| {name} | {m['max_ngram']} | {m['min_freq']} | {m['per_ngram']} | "
           f"{100 * m['coverage']:.2f}% | {m['candidates_per_token']:.1f} | "
           f"{med(rs, lambda r: r['logits_per_row']):,.0f} | {m['bytes'] / 1e6:.1f} | "
           f"{output_s(rs):.3f} | {output_s(base) / output_s(rs):.1f}× | {rs[0]['bleu']:.2f} |")
 
-print("\n## Table 3: decode time (batch 16)\n")
+print(f"\n## Table 3: decode time (batch 16, map {best_map})\n")
 print("| engine | beam | BLEU | decode s | words/s | vs f32 | output layer s | vs f32 |")
 print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
 for beam in (1, 5):
     b = by[("f32", beam, 16)]
-    for config in ("f32", "vmap", "vmap-batch"):
+    for config in ("f32", "int8", "vmap", "vmap-batch", "int8+vmap"):
         rs = by[(config, beam, 16)]
         print(f"| {config} | {beam} | {rs[0]['bleu']:.2f} | {seconds(rs):.2f} | "
               f"{med(rs, lambda r: r['words_per_s']):,.0f} | {seconds(b) / seconds(rs):.2f}× | "
               f"{output_s(rs):.3f} | {output_s(b) / output_s(rs):.1f}× |")
 
 print("\n## Figure 3: words/s against the batch size (beam 5)\n")
-print("| batch | f32 | vmap (sentence) | vmap (batch union) | vmap vs f32 | BLEU f32 / vmap / union |")
-print("| ---: | ---: | ---: | ---: | ---: | --- |")
+print("| batch | f32 | vmap (sentence) | vmap (batch union) | int8 + vmap | vmap vs f32 | int8 + vmap vs f32 "
+      "| BLEU f32 / vmap / union / int8 + vmap |")
+print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
 for batch in (1, 4, 16, 64):
-    f, v, u = (by[(c, 5, batch)] for c in ("f32", "vmap", "vmap-batch"))
-    wps = [med(x, lambda r: r["words_per_s"]) for x in (f, v, u)]
-    print(f"| {batch} | {wps[0]:,.0f} | {wps[1]:,.0f} | {wps[2]:,.0f} | {wps[1] / wps[0]:.2f}× | "
-          f"{f[0]['bleu']:.2f} / {v[0]['bleu']:.2f} / {u[0]['bleu']:.2f} |")
+    f, v, u, i = (by[(c, 5, batch)] for c in ("f32", "vmap", "vmap-batch", "int8+vmap"))
+    wps = [med(x, lambda r: r["words_per_s"]) for x in (f, v, u, i)]
+    print(f"| {batch} | {wps[0]:,.0f} | {wps[1]:,.0f} | {wps[2]:,.0f} | {wps[3]:,.0f} | "
+          f"{wps[1] / wps[0]:.2f}× | {wps[3] / wps[0]:.2f}× | "
+          f"{f[0]['bleu']:.2f} / {v[0]['bleu']:.2f} / {u[0]['bleu']:.2f} / {i[0]['bleu']:.2f} |")
 
 print("\n## Where the time goes (beam 5, batch 16)\n")
-for config in ("f32", "vmap"):
+for config in ("f32", "int8", "vmap", "int8+vmap"):
     p = dict(by[(config, 5, 16)][-1]["profile"])
     p.pop("output_rows")
     p.pop("output_logits")

@@ -18,6 +18,7 @@ pub mod ds;
 pub mod dsoftmax;
 pub mod format;
 pub mod full;
+pub mod full_int8;
 pub mod greedy;
 pub mod hnsw;
 pub mod l2s;
@@ -39,6 +40,7 @@ pub use format::{
     HEAD_MANIFEST, HEAD_TENSORS,
 };
 pub use full::{FullHead, NaiveFullHead};
+pub use full_int8::FullInt8Head;
 pub use greedy::{GreedyHead, GreedyIndex};
 pub use hnsw::{HnswHead, HnswIndex};
 pub use l2s::L2sHead;

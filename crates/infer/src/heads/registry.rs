@@ -9,8 +9,9 @@ use std::sync::Arc;
 
 use super::format::{read_head, HeadManifest, HEAD_MANIFEST};
 use super::{
-    AdaptiveHead, CandidatesHead, DsHead, DsoftmaxHead, FullHead, GreedyHead, GreedyIndex,
-    HnswHead, HnswIndex, L2sHead, LshHead, LshIndex, PcaHead, PcaIndex, SvdHead, TrigramHead,
+    AdaptiveHead, CandidatesHead, DsHead, DsoftmaxHead, FullHead, FullInt8Head, GreedyHead,
+    GreedyIndex, HnswHead, HnswIndex, L2sHead, LshHead, LshIndex, PcaHead, PcaIndex, SvdHead,
+    TrigramHead,
 };
 use crate::error::{Error, Result};
 use crate::head::Predictor;
@@ -48,7 +49,7 @@ pub fn available(model_dir: &Path) -> Vec<String> {
 /// What `--heads` accepts besides `full` and trained heads: the heads built from the output
 /// layer alone, named by their knobs.
 pub const BUILT_IN: &str =
-    "svd-rR-nN, hnsw-efE, hnsw-ip-efE, greedy-bB, pca-dD, lsh-bB-tT (built from the output layer)";
+    "full-int8-mM, svd-rR-nN, hnsw-efE, hnsw-ip-efE, greedy-bB, pca-dD, lsh-bB-tT (built from the output layer)";
 
 /// Loads head `name` for the model in `model_dir`, whose output layer is `output` (the loaded
 /// [`crate::LanguageModel`] or its [`FullHead`]).
@@ -133,6 +134,9 @@ impl<'a> HeadLoader<'a> {
         let full = self.full;
         if name == "full" {
             return Ok(Box::new(full.clone()));
+        }
+        if let Some(m) = FullInt8Head::parse_name(name) {
+            return Ok(Box::new(FullInt8Head::new(full, m)?));
         }
         if let Some((rank, n)) = SvdHead::parse_name(name) {
             return Ok(Box::new(SvdHead::new(full, rank, n)?));

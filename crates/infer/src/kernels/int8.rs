@@ -15,7 +15,10 @@
 //!
 //! Every path sums the same integers, so the VNNI kernel equals the portable one exactly.
 
+use std::cell::RefCell;
+
 use super::PANEL;
+use crate::topk::TopK;
 
 /// Contexts per tile (2 panels × 12 contexts = 24 of the 32 AVX-512 registers).
 const QTILE: usize = 12;
@@ -213,8 +216,17 @@ impl Int8Matrix {
     }
 
     /// Contexts `hs [n, d]` as u8 (`q + 128`), each padded to `d4`, and each one's `1 / s_h`.
-    #[inline(always)]
     fn quantize_contexts(&self, hs: &[f32], hu: &mut Vec<u8>, inv_h: &mut Vec<f32>) {
+        match self.path {
+            // SAFETY: as in `logits_panels`.
+            #[cfg(target_arch = "x86_64")]
+            Path::Vnni => unsafe { vnni::quantize_contexts(self, hs, hu, inv_h) },
+            Path::Portable => self.quantize_body(hs, hu, inv_h),
+        }
+    }
+
+    #[inline(always)]
+    fn quantize_body(&self, hs: &[f32], hu: &mut Vec<u8>, inv_h: &mut Vec<f32>) {
         hu.clear();
         inv_h.clear();
         for h in hs.chunks_exact(self.d) {
@@ -243,23 +255,74 @@ impl Int8Matrix {
         let n = hs.len() / self.d;
         debug_assert_eq!(hs.len(), n * self.d);
         debug_assert_eq!(out.len(), n * self.n_rows);
+        SCAN.with(|s| {
+            let (hu, inv_h, _) = &mut *s.borrow_mut();
+            self.quantize_contexts(hs, hu, inv_h);
+            self.logits_panels(hu, inv_h, 0..self.n_rows.div_ceil(PANEL), out, self.n_rows);
+        });
+    }
+
+    /// Batched scan: offers every row's logit `W[i]·hs[q] + b[i]` (as [`Self::logits_batch`]
+    /// computes it) to `outs[q]`, which the caller has reset. Works through [`SCAN_PANELS`]
+    /// panels at a time, so the logits never need a `[n, n_rows]` buffer.
+    pub fn scan_batch(&self, hs: &[f32], outs: &mut [TopK]) {
+        let n = outs.len();
+        debug_assert_eq!(hs.len(), n * self.d);
+        SCAN.with(|s| {
+            let (hu, inv_h, tile) = &mut *s.borrow_mut();
+            self.quantize_contexts(hs, hu, inv_h);
+            let n_panels = self.n_rows.div_ceil(PANEL);
+            for p in (0..n_panels).step_by(SCAN_PANELS) {
+                let panels = p..(p + SCAN_PANELS).min(n_panels);
+                let first = p * PANEL;
+                let rows = (self.n_rows - first).min(SCAN_PANELS * PANEL);
+                tile.resize(n * rows, 0.0);
+                self.logits_panels(hu, inv_h, panels, tile, rows);
+                for (q, out) in outs.iter_mut().enumerate() {
+                    let mut thr = out.threshold();
+                    for (r, &l) in tile[q * rows..(q + 1) * rows].iter().enumerate() {
+                        if l > thr {
+                            out.push(self.id(first + r), l);
+                            thr = out.threshold();
+                        }
+                    }
+                }
+            }
+        });
+    }
+
+    /// Logits of the rows of `panels` for quantized contexts: row `first + r` of context `q`
+    /// into `out[q · stride + r]`, `first` the range's first row.
+    fn logits_panels(
+        &self,
+        hu: &[u8],
+        inv_h: &[f32],
+        panels: std::ops::Range<usize>,
+        out: &mut [f32],
+        stride: usize,
+    ) {
         match self.path {
             // SAFETY: the path was chosen after detecting AVX-512 VNNI.
             #[cfg(target_arch = "x86_64")]
-            Path::Vnni => unsafe { vnni::logits_batch(self, hs, out) },
-            Path::Portable => {
-                let (mut hu, mut inv_h) = (Vec::new(), Vec::new());
-                self.quantize_contexts(hs, &mut hu, &mut inv_h);
-                self.logits_portable(&hu, &inv_h, out)
-            }
+            Path::Vnni => unsafe { vnni::logits_panels(self, hu, inv_h, panels, out, stride) },
+            Path::Portable => self.logits_portable(hu, inv_h, panels, out, stride),
         }
     }
 
     /// The reference: the same integer sums, one row and context at a time.
-    fn logits_portable(&self, hu: &[u8], inv_h: &[f32], out: &mut [f32]) {
+    fn logits_portable(
+        &self,
+        hu: &[u8],
+        inv_h: &[f32],
+        panels: std::ops::Range<usize>,
+        out: &mut [f32],
+        stride: usize,
+    ) {
         let groups = self.d4 / 4;
+        let first = panels.start * PANEL;
+        let last = (panels.end * PANEL).min(self.n_rows);
         for (q, h) in hu.chunks_exact(self.d4).enumerate() {
-            for r in 0..self.n_rows {
+            for r in first..last {
                 let (p, lane) = (r / PANEL, r % PANEL);
                 let mut acc = 0i32;
                 for g in 0..groups {
@@ -268,11 +331,19 @@ impl Int8Matrix {
                         acc += h[4 * g + k] as i32 * w[k] as i32;
                     }
                 }
-                out[q * self.n_rows + r] =
+                out[q * stride + r - first] =
                     (acc - self.shift[r]) as f32 * (self.inv_scale[r] * inv_h[q]) + self.bias[r];
             }
         }
     }
+}
+
+/// Panels a scan scores per pass (512 rows: their logits for a batch of contexts stay in L1/L2).
+const SCAN_PANELS: usize = 32;
+
+thread_local! {
+    /// Quantized contexts, their scales and a scan's logits, reused across calls.
+    static SCAN: RefCell<(Vec<u8>, Vec<f32>, Vec<f32>)> = RefCell::default();
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -282,24 +353,27 @@ mod vnni {
     use super::{Int8Matrix, PANEL, QTILE, TILE_PANELS};
 
     #[target_feature(enable = "avx512f,avx512vnni")]
-    pub(super) unsafe fn logits_batch(m: &Int8Matrix, hs: &[f32], out: &mut [f32]) {
-        // The contexts' quantization, compiled here for AVX-512 too.
-        let (mut hu, mut inv_h) = (Vec::new(), Vec::new());
-        m.quantize_contexts(hs, &mut hu, &mut inv_h);
-        let (hu, inv_h) = (hu.as_slice(), inv_h.as_slice());
+    pub(super) unsafe fn logits_panels(
+        m: &Int8Matrix,
+        hu: &[u8],
+        inv_h: &[f32],
+        panels: std::ops::Range<usize>,
+        out: &mut [f32],
+        stride: usize,
+    ) {
         let n = inv_h.len();
-        let n_panels = m.n_rows.div_ceil(PANEL);
-        let mut p = 0;
-        while p < n_panels {
-            let np = TILE_PANELS.min(n_panels - p);
+        let row0 = panels.start * PANEL;
+        let mut p = panels.start;
+        while p < panels.end {
+            let np = TILE_PANELS.min(panels.end - p);
             let mut q = 0;
             while q < n {
                 let nq = QTILE.min(n - q);
                 macro_rules! dispatch {
                     ($($q:literal)*) => {
                         match (np, nq) {
-                            $((2, $q) => tile::<$q, 2>(m, p, hu, inv_h, q, out),
-                              (_, $q) => tile::<$q, 1>(m, p, hu, inv_h, q, out),)*
+                            $((2, $q) => tile::<$q, 2>(m, p, hu, inv_h, q, out, stride, row0),
+                              (_, $q) => tile::<$q, 1>(m, p, hu, inv_h, q, out, stride, row0),)*
                             _ => unreachable!("nq is in 1..=QTILE"),
                         }
                     };
@@ -311,8 +385,20 @@ mod vnni {
         }
     }
 
+    /// [`Int8Matrix::quantize_contexts`] compiled for AVX-512.
+    #[target_feature(enable = "avx512f,avx512vnni")]
+    pub(super) unsafe fn quantize_contexts(
+        m: &Int8Matrix,
+        hs: &[f32],
+        hu: &mut Vec<u8>,
+        inv_h: &mut Vec<f32>,
+    ) {
+        m.quantize_body(hs, hu, inv_h)
+    }
+
     /// `P` panels from panel `p` × `Q` contexts from context `q0`: integer sums in registers,
     /// then scaled, biased and stored 16 logits at a time (the last panel masked to the rows).
+    #[allow(clippy::too_many_arguments)]
     #[inline(always)]
     unsafe fn tile<const Q: usize, const P: usize>(
         m: &Int8Matrix,
@@ -321,6 +407,8 @@ mod vnni {
         inv_h: &[f32],
         q0: usize,
         out: &mut [f32],
+        stride: usize,
+        row0: usize,
     ) {
         let groups = m.d4 / 4;
         let wp = m.panels.as_ptr();
@@ -354,7 +442,7 @@ mod vnni {
                 let sums = _mm512_cvtepi32_ps(_mm512_sub_epi32(a[k], shift));
                 let s = _mm512_mul_ps(scale, _mm512_set1_ps(inv_h[q0 + qi]));
                 let logits = _mm512_fmadd_ps(sums, s, bias);
-                let dst = out.as_mut_ptr().add((q0 + qi) * m.n_rows + first);
+                let dst = out.as_mut_ptr().add((q0 + qi) * stride + first - row0);
                 _mm512_mask_storeu_ps(dst, mask, logits);
             }
         }
@@ -428,6 +516,25 @@ mod tests {
         back.logits_batch(&h, &mut again);
         assert_eq!(again, all);
         assert_eq!(m.row_q(5), q[5 * d..6 * d].to_vec());
+    }
+
+    #[test]
+    fn the_scan_offers_the_logits_of_the_product() {
+        // Over 2 scan passes (600 rows), 13 contexts.
+        let (n, d) = (600, 40);
+        let m = Int8Matrix::new(&values(n * d, 8), &values(n, 9), d, None);
+        let hs = values(13 * d, 10);
+        let mut logits = vec![0.0; 13 * n];
+        m.logits_batch(&hs, &mut logits);
+        let mut outs = vec![TopK::new(7); 13];
+        m.scan_batch(&hs, &mut outs);
+        for (q, out) in outs.iter().enumerate() {
+            let mut want = TopK::new(7);
+            for (i, &l) in logits[q * n..(q + 1) * n].iter().enumerate() {
+                want.push(i as u32, l);
+            }
+            assert_eq!(out.as_slice(), want.as_slice());
+        }
     }
 
     #[test]
