@@ -117,7 +117,10 @@ mod tests {
             let want = full.top_k(h, 5).unwrap();
             let got = all.top_k(h, 5).unwrap();
             assert_eq!(ids(got.clone()), ids(want.clone()));
-            assert!(got.iter().zip(&want).all(|(a, b)| (a.logit - b.logit).abs() < 1e-5));
+            assert!(got
+                .iter()
+                .zip(&want)
+                .all(|(a, b)| (a.logit - b.logit).abs() < 1e-5));
             agree += (ids(few.top_k(h, 5).unwrap()) == ids(want)) as usize;
         }
         assert!(agree >= 45, "top-5 exact on {agree} of 50 contexts");

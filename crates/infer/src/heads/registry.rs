@@ -10,8 +10,8 @@ use std::sync::Arc;
 use super::format::{read_head, HeadManifest, HEAD_MANIFEST};
 use super::{
     AdaptiveHead, CandidatesHead, DsHead, DsoftmaxHead, FullHead, FullInt8Head, GreedyHead,
-    GreedyIndex, HnswHead, HnswIndex, L2sHead, LshHead, LshIndex, PcaHead, PcaIndex, SvdHead,
-    TrigramHead,
+    GreedyIndex, HnswHead, HnswIndex, L2sHead, L2sInt8Head, LshHead, LshIndex, PcaHead, PcaIndex,
+    SvdHead, TrigramHead,
 };
 use crate::error::{Error, Result};
 use crate::head::Predictor;
@@ -49,7 +49,7 @@ pub fn available(model_dir: &Path) -> Vec<String> {
 /// What `--heads` accepts besides `full` and trained heads: the heads built from the output
 /// layer alone, named by their knobs.
 pub const BUILT_IN: &str =
-    "full-int8-mM, svd-rR-nN, hnsw-efE, hnsw-ip-efE, greedy-bB, pca-dD, lsh-bB-tT (built from the output layer)";
+    "full-int8-mM, svd-rR-nN, hnsw-efE, hnsw-ip-efE, greedy-bB, pca-dD, lsh-bB-tT (built from the output layer), L2S+int8 (a trained l2s head on int8 rows)";
 
 /// Loads head `name` for the model in `model_dir`, whose output layer is `output` (the loaded
 /// [`crate::LanguageModel`] or its [`FullHead`]).
@@ -168,6 +168,20 @@ impl<'a> HeadLoader<'a> {
         if let Some((bits, tables)) = LshHead::parse_name(name) {
             let index = self.lsh_index(bits, tables)?;
             return Ok(Box::new(LshHead::new(index, bits, tables)?));
+        }
+        if let Some(base) = L2sInt8Head::parse_name(name) {
+            let dir = self.model_dir.join("heads").join(base);
+            if dir.join(HEAD_MANIFEST).exists() {
+                let (m, t) = read_head(&dir, full)?;
+                if m.kind != "l2s" {
+                    return Err(Error::Invalid(format!(
+                        "{name}: `+int8` serves an l2s head with int8 candidate rows, and {base} is a {} head",
+                        m.kind
+                    )));
+                }
+                let l2s = L2sHead::from_files(base, &m, &t, full)?;
+                return Ok(Box::new(L2sInt8Head::new(l2s, full)?));
+            }
         }
         let dir = self.model_dir.join("heads").join(name);
         if dir.join(HEAD_MANIFEST).exists() {
