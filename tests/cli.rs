@@ -184,6 +184,42 @@ fn train_eval_bench_predict() {
     assert_eq!(rows.len(), 2, "full and l2s are found by default: {out}");
     assert_eq!(rows[1]["head"], "l2s");
     assert!(rows[1]["p_at_1"].as_f64().unwrap() > 0.9, "{out}");
+    // The int8 servings: the full softmax on int8 rows, and the trained l2s head on int8 rows.
+    let (ok, out, err) = cli(&[
+        "bench",
+        "--model",
+        &s("m"),
+        "--text",
+        &s("ptb.train.txt"),
+        "--heads",
+        "full-int8-m10,l2s+int8",
+        "--repeats",
+        "1",
+        "--json",
+    ]);
+    assert!(ok, "{err}");
+    let rows: Vec<serde_json::Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let p_at_1 = |head: &str| {
+        let row = rows.iter().find(|r| r["head"] == head);
+        row.unwrap_or_else(|| panic!("{head} missing: {out}"))["p_at_1"]
+            .as_f64()
+            .unwrap()
+    };
+    assert!(p_at_1("full-int8-m10") > 0.99, "{out}");
+    assert!(p_at_1("l2s+int8") > 0.9, "{out}");
+    let (ok, _, err) = cli(&[
+        "bench",
+        "--model",
+        &s("m"),
+        "--text",
+        &s("ptb.train.txt"),
+        "--heads",
+        "ds+int8",
+    ]);
+    assert!(!ok && err.contains("no head named"), "{err}");
     let eval_l2s = |rank: &str| {
         let (model, text) = (s("m"), s("ptb.valid.txt"));
         cli(&[
