@@ -91,6 +91,28 @@ fn int8_artifact_serves_translations_close_to_f32() {
         .unwrap();
     assert!(!out_text[0][0].text.is_empty() && out_text[1][0].text.is_empty());
 
+    // int16 (one scale per matrix): half the size, closer still.
+    let out16 = tmp.path().join("int16");
+    let (ok, _, err) = cli(&[
+        "quantize",
+        "--model",
+        &s(&shipped()),
+        "--to",
+        "int16",
+        "--out",
+        &s(&out16),
+    ]);
+    assert!(ok, "{err}");
+    assert!(size(&out16) * 3 < size(&shipped()) * 2 && size(&out16) > size(&out));
+    let int16_engine = Translator::load(&out16).unwrap();
+    assert_eq!(int16_engine.precision(), Precision::Int16);
+    let c = int16_engine.forced_logits(&src.ids, &tgt).unwrap();
+    for (x, z) in a.iter().zip(&c) {
+        assert_eq!(argmax(x), argmax(z));
+        let worst = x.iter().zip(z).map(|(p, q)| (p - q).abs()).fold(0.0, f32::max);
+        assert!(worst < 0.05, "int16 logits off by {worst}");
+    }
+
     // Misuse: quantizing twice, or over the f32 model.
     let (ok, _, err) = cli(&[
         "quantize",

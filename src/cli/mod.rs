@@ -40,7 +40,7 @@ enum Command {
     TrainNmt(train_nmt::TrainNmtArgs),
     /// Translate lines of text with a trained translator (burn-free engine, beam search).
     Translate(translate::TranslateArgs),
-    /// Quantize a translator's matrices to int8 (a quarter of the size, int8 products).
+    /// Quantize a translator's matrices to int8 or int16 (a quarter or half of the size).
     Quantize(quantize::QuantizeArgs),
     /// Word-align the training split and write a vocabulary map (translate --vmap).
     BuildVmap(build_vmap::BuildVmapArgs),

@@ -1,4 +1,5 @@
-//! `fastsoftmax quantize`: a translator's matrices to int8 rows with one scale per row.
+//! `fastsoftmax quantize`: a translator's matrices to int8 rows with one scale per row, or to
+//! int16 with one scale per matrix.
 
 use std::path::PathBuf;
 
@@ -10,6 +11,8 @@ use fastsoftmax_translate::artifact::{NmtWeights, Precision, WEIGHTS_FILE};
 enum To {
     /// int8 rows, one f32 scale per row (AVX-512 VNNI products where the CPU has them).
     Int8,
+    /// int16, one f32 scale per matrix (Devlin 2017; AVX-512 BW products): half the size.
+    Int16,
 }
 
 #[derive(Args, Debug)]
@@ -40,6 +43,7 @@ pub fn run(a: QuantizeArgs) -> anyhow::Result<()> {
     }
     let q = match a.to {
         To::Int8 => w.quantize_int8(),
+        To::Int16 => w.quantize_int16(),
     };
     q.save(&a.out)?;
     let size = |d: &PathBuf| std::fs::metadata(d.join(WEIGHTS_FILE)).map_or(0, |m| m.len());

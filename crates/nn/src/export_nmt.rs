@@ -65,6 +65,7 @@ pub fn to_weights(model: &Translator, src: &Vocab, tgt: &Vocab, cfg: &NmtConfig)
         tgt_vocab: tgt.clone(),
         tensors: t,
         int8: Default::default(),
+        int16: Default::default(),
     }
 }
 

@@ -4,8 +4,9 @@
 //!
 //! Format v1 holds f32 tensors. v2 (written by `fastsoftmax quantize`) adds a `precision`:
 //! with `int8`, every matrix is stored as I8 rows `name` `[n, d]` with F32 `name.scale` `[n]`
-//! (`W ≈ W8 · scale`, one scale per row) and the biases stay F32; an engine that reads v1 only
-//! refuses it with a version error instead of misreading it.
+//! (`W ≈ W8 · scale`, one scale per row); with `int16`, as I16 `name` `[n, d]` with one F32
+//! `name.scale` `[1]` per matrix (Devlin 2017). Biases stay F32. An engine that reads v1 only
+//! refuses v2 with a version error instead of misreading it.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
@@ -29,6 +30,8 @@ pub enum Precision {
     F32,
     /// int8 rows with one f32 scale per row.
     Int8,
+    /// int16 with one f32 scale per matrix.
+    Int16,
 }
 
 /// Dimensions of a translator (see `fastsoftmax_nn::seq2seq` for the computation).
@@ -72,6 +75,8 @@ pub struct NmtWeights {
     pub tensors: BTreeMap<String, Vec<f32>>,
     /// For an int8 model, every matrix as stored: name → (int8 rows, per-row scale).
     pub int8: BTreeMap<String, (Vec<i8>, Vec<f32>)>,
+    /// For an int16 model, every matrix as stored: name → (int16 values, its one scale).
+    pub int16: BTreeMap<String, (Vec<i16>, f32)>,
 }
 
 impl NmtWeights {
@@ -137,11 +142,30 @@ impl NmtWeights {
 
     /// How the matrices are stored.
     pub fn precision(&self) -> Precision {
-        if self.int8.is_empty() {
-            Precision::F32
-        } else {
+        if !self.int8.is_empty() {
             Precision::Int8
+        } else if !self.int16.is_empty() {
+            Precision::Int16
+        } else {
+            Precision::F32
         }
+    }
+
+    /// The same translator with every matrix quantized to int16 with one scale per matrix
+    /// (biases stay f32): half the size.
+    pub fn quantize_int16(&self) -> NmtWeights {
+        let shapes = Self::expected_shapes(&self.spec);
+        let mut out = self.clone();
+        out.int8.clear();
+        out.int16.clear();
+        for (name, shape) in shapes.iter().filter(|(_, s)| s.len() == 2) {
+            let (q, scale) =
+                fastsoftmax_infer::kernels::quantize_matrix16(self.get(name), shape[1]);
+            out.tensors
+                .insert(name.clone(), q.iter().map(|&x| x as f32 * scale).collect());
+            out.int16.insert(name.clone(), (q, scale));
+        }
+        out
     }
 
     /// The same translator with every matrix quantized to int8 rows with one scale per row
@@ -150,6 +174,7 @@ impl NmtWeights {
         let shapes = Self::expected_shapes(&self.spec);
         let mut out = self.clone();
         out.int8.clear();
+        out.int16.clear();
         for (name, shape) in shapes.iter().filter(|(_, s)| s.len() == 2) {
             let d = shape[1];
             let (q, scale) = fastsoftmax_infer::kernels::quantize_rows(self.get(name), d);
@@ -241,15 +266,27 @@ impl NmtWeights {
                     ));
                 }
             }
+            if let Some((q, scale)) = self.int16.get(&name) {
+                if shape.len() != 2 || q.len() != want || !scale.is_finite() || *scale < 0.0 {
+                    return bad(format!(
+                        "int16 tensor `{name}` has {} values and scale {scale}, the manifest's dimensions need {want} and a finite scale ≥ 0",
+                        q.len()
+                    ));
+                }
+            }
         }
-        if !self.int8.is_empty() {
+        if !self.int8.is_empty() && !self.int16.is_empty() {
+            return bad("a model is int8 or int16, not both; re-quantize it".into());
+        }
+        let precision = self.precision();
+        if precision != Precision::F32 {
             let matrices = Self::expected_shapes(s)
                 .into_iter()
                 .filter(|(_, shape)| shape.len() == 2);
             for (name, _) in matrices {
-                if !self.int8.contains_key(&name) {
+                if !self.int8.contains_key(&name) && !self.int16.contains_key(&name) {
                     return bad(format!(
-                        "int8 model without int8 `{name}`; re-quantize it with `fastsoftmax quantize`"
+                        "{precision:?} model without a quantized `{name}`; re-quantize it with `fastsoftmax quantize`"
                     ));
                 }
             }
@@ -290,18 +327,17 @@ impl NmtWeights {
         let le = |v: &[f32]| -> Vec<u8> { v.iter().flat_map(|x| x.to_le_bytes()).collect() };
         for (name, data) in &self.tensors {
             let shape = shapes[name].clone();
-            match self.int8.get(name) {
-                Some((q, scale)) => {
-                    let rows = shape[0];
-                    owned.push((
-                        name.clone(),
-                        Dtype::I8,
-                        shape,
-                        q.iter().map(|&x| x as u8).collect(),
-                    ));
-                    owned.push((format!("{name}.scale"), Dtype::F32, vec![rows], le(scale)));
-                }
-                None => owned.push((name.clone(), Dtype::F32, shape, le(data))),
+            if let Some((q, scale)) = self.int8.get(name) {
+                let rows = shape[0];
+                let bytes = q.iter().map(|&x| x as u8).collect();
+                owned.push((name.clone(), Dtype::I8, shape, bytes));
+                owned.push((format!("{name}.scale"), Dtype::F32, vec![rows], le(scale)));
+            } else if let Some((q, scale)) = self.int16.get(name) {
+                let bytes = q.iter().flat_map(|x| x.to_le_bytes()).collect();
+                owned.push((name.clone(), Dtype::I16, shape, bytes));
+                owned.push((format!("{name}.scale"), Dtype::F32, vec![1], le(&[*scale])));
+            } else {
+                owned.push((name.clone(), Dtype::F32, shape, le(data)));
             }
         }
         let views = owned
@@ -388,13 +424,22 @@ impl NmtWeights {
         })?;
         let shapes: HashMap<String, Vec<usize>> =
             Self::expected_shapes(&manifest.spec).into_iter().collect();
-        let int8 = manifest.precision == Precision::Int8;
+        let precision = manifest.precision;
+        let quantized_matrices = precision != Precision::F32;
         let mut tensors = BTreeMap::new();
-        let mut quantized = BTreeMap::new();
+        let mut quantized: BTreeMap<String, Vec<i8>> = BTreeMap::new();
+        let mut quantized16 = BTreeMap::new();
         let mut scales: HashMap<String, Vec<f32>> = HashMap::new();
         for (name, view) in st.tensors() {
-            if let Some(matrix) = name.strip_suffix(".scale").filter(|_| int8) {
-                let rows = shapes.get(matrix).filter(|s| s.len() == 2).map(|s| s[0]);
+            if let Some(matrix) = name.strip_suffix(".scale").filter(|_| quantized_matrices) {
+                // int8: one scale per row; int16: one per matrix.
+                let rows = shapes.get(matrix).filter(|s| s.len() == 2).map(|s| {
+                    if precision == Precision::Int8 {
+                        s[0]
+                    } else {
+                        1
+                    }
+                });
                 if view.dtype() != safetensors::Dtype::F32
                     || Some(view.shape()) != rows.as_ref().map(std::slice::from_ref)
                 {
@@ -417,10 +462,10 @@ impl NmtWeights {
                     format!("unexpected tensor `{name}`; the files belong to different models"),
                 ));
             };
-            let dtype = if int8 && shape.len() == 2 {
-                safetensors::Dtype::I8
-            } else {
-                safetensors::Dtype::F32
+            let dtype = match precision {
+                Precision::Int8 if shape.len() == 2 => safetensors::Dtype::I8,
+                Precision::Int16 if shape.len() == 2 => safetensors::Dtype::I16,
+                _ => safetensors::Dtype::F32,
             };
             if view.dtype() != dtype || view.shape() != shape.as_slice() {
                 return Err(Error::format(
@@ -432,11 +477,20 @@ impl NmtWeights {
                     ),
                 ));
             }
-            if dtype == safetensors::Dtype::I8 {
-                let q: Vec<i8> = view.data().iter().map(|&b| b as i8).collect();
-                quantized.insert(name, q);
-            } else {
-                tensors.insert(name, files::f32_values(view.data()));
+            match dtype {
+                safetensors::Dtype::I8 => {
+                    quantized.insert(name, view.data().iter().map(|&b| b as i8).collect());
+                }
+                safetensors::Dtype::I16 => {
+                    let q = view
+                        .data()
+                        .chunks_exact(2)
+                        .map(|c| i16::from_le_bytes([c[0], c[1]]));
+                    quantized16.insert(name, q.collect::<Vec<i16>>());
+                }
+                _ => {
+                    tensors.insert(name, files::f32_values(view.data()));
+                }
             }
         }
         let mut int8_tensors = BTreeMap::new();
@@ -456,6 +510,20 @@ impl NmtWeights {
             tensors.insert(name.clone(), values);
             int8_tensors.insert(name, (q, scale));
         }
+        let mut int16_tensors = BTreeMap::new();
+        for (name, q) in quantized16 {
+            let Some(scale) = scales.remove(&name) else {
+                return Err(Error::format(
+                    &weights_path,
+                    format!("int16 tensor `{name}` has no `{name}.scale`; re-quantize the model"),
+                ));
+            };
+            tensors.insert(
+                name.clone(),
+                q.iter().map(|&x| x as f32 * scale[0]).collect(),
+            );
+            int16_tensors.insert(name, (q, scale[0]));
+        }
         if let Some(name) = scales.keys().next() {
             return Err(Error::format(
                 &weights_path,
@@ -468,6 +536,7 @@ impl NmtWeights {
             tgt_vocab,
             tensors,
             int8: int8_tensors,
+            int16: int16_tensors,
         };
         w.validate(&weights_path)?;
         Ok(w)

@@ -7,7 +7,7 @@
 
 use std::path::Path;
 
-use fastsoftmax_infer::kernels::{Int8Matrix, PackedMatrix};
+use fastsoftmax_infer::kernels::{Int16Matrix, Int8Matrix, PackedMatrix};
 use fastsoftmax_infer::model::artifact::Cell;
 use fastsoftmax_infer::model::lm::cell_update;
 use fastsoftmax_infer::{Error, Result, Vocab};
@@ -17,18 +17,22 @@ use crate::beam::VmapScope;
 use crate::vmap::Shortlister;
 
 /// A weight matrix of the engine `[n, d]` with its bias, as the artifact stores it: f32
-/// panels, or int8 rows with one scale per row.
+/// panels, int8 rows with one scale per row, or int16 with one scale.
 enum Matrix {
     F32(PackedMatrix),
     Int8(Int8Matrix),
+    Int16(Int16Matrix),
 }
 
 impl Matrix {
     /// Tensor `name` `[n, d]` of `w` with `bias` `[n]`.
     fn new(w: &NmtWeights, name: &str, bias: &[f32], d: usize) -> Matrix {
-        match w.int8.get(name) {
-            Some((q, scale)) => Matrix::Int8(Int8Matrix::from_quantized(q, scale, bias, d, None)),
-            None => Matrix::F32(PackedMatrix::new(w.get(name), bias, d, None)),
+        if let Some((q, scale)) = w.int8.get(name) {
+            Matrix::Int8(Int8Matrix::from_quantized(q, scale, bias, d, None))
+        } else if let Some((q, scale)) = w.int16.get(name) {
+            Matrix::Int16(Int16Matrix::from_quantized(q, *scale, bias, d, None))
+        } else {
+            Matrix::F32(PackedMatrix::new(w.get(name), bias, d, None))
         }
     }
 
@@ -38,6 +42,7 @@ impl Matrix {
         match self {
             Matrix::F32(m) => m.logits_batch(hs, out),
             Matrix::Int8(m) => m.logits_batch(hs, out),
+            Matrix::Int16(m) => m.logits_batch(hs, out),
         }
     }
 
@@ -45,6 +50,7 @@ impl Matrix {
         match self {
             Matrix::F32(m) => m.n_rows(),
             Matrix::Int8(m) => m.n_rows(),
+            Matrix::Int16(m) => m.n_rows(),
         }
     }
 
@@ -54,6 +60,7 @@ impl Matrix {
         match self {
             Matrix::F32(m) => m.id(j),
             Matrix::Int8(m) => m.id(j),
+            Matrix::Int16(m) => m.id(j),
         }
     }
 
@@ -62,6 +69,7 @@ impl Matrix {
         match self {
             Matrix::F32(m) => Matrix::F32(m.gather(ids)),
             Matrix::Int8(m) => Matrix::Int8(m.gather(ids)),
+            Matrix::Int16(m) => Matrix::Int16(m.gather(ids)),
         }
     }
 }

@@ -12,11 +12,13 @@
 //! AVX2+FMA, and the portable code for any CPU; picked once when a matrix is built (set
 //! `FASTSOFTMAX_PORTABLE=1` to force the portable path, e.g. to compare).
 //! - [`Int8Matrix`] (`int8`): the same products on int8 rows with one scale per row (AVX-512
-//!   VNNI, or a portable path that sums the same integers).
+//!   VNNI, or a portable path that sums the same integers); [`Int16Matrix`] (`int16`): int16
+//!   with one scale per matrix (AVX-512 BW `vpmaddwd`).
 
 mod activations;
 mod attention;
 mod exp;
+mod int16;
 mod int8;
 mod panel;
 pub mod rows;
@@ -25,6 +27,7 @@ mod vecmat;
 pub use activations::{sigmoid, tanh, tanh_in_place};
 pub use attention::attend;
 pub use exp::{exp_nonpositive, log_sum_exp, log_sum_exp_top_k};
+pub use int16::{int16_levels, quantize_matrix16, Int16Matrix};
 pub use int8::{quantize_rows, Int8Matrix};
 pub use panel::PackedMatrix;
 pub(crate) use vecmat::vecmat;
