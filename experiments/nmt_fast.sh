@@ -4,8 +4,8 @@
 # - Table 1 of the OpenNMT WNMT-2018 paper for our vocabulary maps: longest n-gram, minimum
 #   count, words per n-gram → coverage of the test references' tokens, candidates per token,
 #   file size, output-layer time, BLEU (beam 5, batch 16);
-# - Table 3: f32 full softmax, int8 (`quantize`), the map (per-sentence and per-batch
-#   shortlists) and int8 with the map, beam 1 and 5, decode time and BLEU;
+# - Table 3: f32 full softmax, int8 and int16 (`quantize`), the map (per-sentence and per-batch
+#   shortlists) and each precision with the map, beam 1 and 5, decode time and BLEU;
 # - Figure 3: words/s against the batch size at beam 5, with and without the map.
 # Raw rows go to experiments/results/nmt-fast/; experiments/results/nmt-fast.md discusses them.
 #
@@ -21,7 +21,9 @@ B=./target/release/fastsoftmax
 $B data fetch bible
 T=data/bible/test
 INT8=$OUT/int8-model
+INT16=$OUT/int16-model
 $B quantize --model "$MODEL" --out "$INT8" >/dev/null
+$B quantize --model "$MODEL" --to int16 --out "$INT16" >/dev/null
 
 # Table 1's maps, all from one alignment of the training split; BEST serves Table 3 and the
 # batch figure (the fastest map of Table 1 that keeps BLEU, see results/nmt-fast.md).
@@ -54,6 +56,8 @@ for round in $(seq "$ROUNDS"); do
     run vmap "$round" $beam 16 --vmap "$OUT/$BEST.vmap"
     run vmap-batch "$round" $beam 16 --vmap "$OUT/$BEST.vmap" --vmap-scope batch
     MODEL=$INT8 run int8 "$round" $beam 16
+    MODEL=$INT16 run int16 "$round" $beam 16
+    MODEL=$INT16 run int16+vmap "$round" $beam 16 --vmap "$OUT/$BEST.vmap"
     MODEL=$INT8 run int8+vmap "$round" $beam 16 --vmap "$OUT/$BEST.vmap"
   done
   for m in $MAPS; do
@@ -66,5 +70,5 @@ for round in $(seq "$ROUNDS"); do
     MODEL=$INT8 run int8+vmap "$round" 5 $batch --vmap "$OUT/$BEST.vmap"
   done
 done
-rm -rf "$OUT/stats.json" "$OUT/hyp.de" "$INT8"
+rm -rf "$OUT/stats.json" "$OUT/hyp.de" "$INT8" "$INT16"
 python3 experiments/nmt_fast_tables.py "$OUT" | tee "$OUT/summary.md"

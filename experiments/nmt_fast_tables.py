@@ -51,7 +51,7 @@ print("| engine | beam | BLEU | decode s | words/s | vs f32 | output layer s | v
 print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
 for beam in (1, 5):
     b = by[("f32", beam, 16)]
-    for config in ("f32", "int8", "vmap", "vmap-batch", "int8+vmap"):
+    for config in ("f32", "int16", "int8", "vmap", "vmap-batch", "int16+vmap", "int8+vmap"):
         rs = by[(config, beam, 16)]
         print(f"| {config} | {beam} | {rs[0]['bleu']:.2f} | {seconds(rs):.2f} | "
               f"{med(rs, lambda r: r['words_per_s']):,.0f} | {seconds(b) / seconds(rs):.2f}× | "
@@ -69,7 +69,7 @@ for batch in (1, 4, 16, 64):
           f"{f[0]['bleu']:.2f} / {v[0]['bleu']:.2f} / {u[0]['bleu']:.2f} / {i[0]['bleu']:.2f} |")
 
 print("\n## Where the time goes (beam 5, batch 16)\n")
-for config in ("f32", "int8", "vmap", "int8+vmap"):
+for config in ("f32", "int16", "int8", "vmap", "int8+vmap"):
     p = dict(by[(config, 5, 16)][-1]["profile"])
     p.pop("output_rows")
     p.pop("output_logits")
