@@ -109,7 +109,11 @@ fn int8_artifact_serves_translations_close_to_f32() {
     let c = int16_engine.forced_logits(&src.ids, &tgt).unwrap();
     for (x, z) in a.iter().zip(&c) {
         assert_eq!(argmax(x), argmax(z));
-        let worst = x.iter().zip(z).map(|(p, q)| (p - q).abs()).fold(0.0, f32::max);
+        let worst = x
+            .iter()
+            .zip(z)
+            .map(|(p, q)| (p - q).abs())
+            .fold(0.0, f32::max);
         assert!(worst < 0.05, "int16 logits off by {worst}");
     }
 

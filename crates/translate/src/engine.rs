@@ -173,10 +173,11 @@ impl Rows {
     /// The rows `parents` (in that order), e.g. the parents of the surviving hypotheses.
     pub fn gather(&self, parents: &[usize], d_h: usize, d_a: usize) -> Rows {
         let pick = |m: &[f32], d: usize| -> Vec<f32> {
-            parents
-                .iter()
-                .flat_map(|&p| m[p * d..(p + 1) * d].iter().copied())
-                .collect()
+            let mut out = Vec::with_capacity(parents.len() * d);
+            for &p in parents {
+                out.extend_from_slice(&m[p * d..(p + 1) * d]);
+            }
+            out
         };
         Rows {
             h: self.h.iter().map(|m| pick(m, d_h)).collect(),
