@@ -46,7 +46,7 @@ fn write_fixture(dir: &Path) {
         dir.join("config.json"),
         r#"{"model": {"cell": "gru", "d_embed": 16, "d_hidden": 24, "enc_layers": 1, "dec_layers": 1, "tied": true, "init_range": 0.2},
             "train": {"lr": 0.02, "lr_decay": 0.5, "decay_from_epoch": 20, "epochs": 12, "batch_size": 8,
-                      "clip_norm": 5.0, "seed": 1}}"#,
+                      "clip_norm": 5.0, "seed": 1, "average_last": 3}}"#,
     )
     .unwrap();
 }
@@ -80,9 +80,20 @@ fn train_translate_bleu_and_bad_input() {
         "train.log",
         "metrics.json",
         "best.bpk",
+        "epoch-10.bpk",
+        "epoch-12.bpk",
     ] {
         assert!(d.join("m").join(f).exists(), "{f} missing");
     }
+    // Checkpoint averaging keeps the last three epochs only and validates their mean.
+    assert!(!d.join("m/epoch-9.bpk").exists());
+    let log = std::fs::read_to_string(d.join("m/train.log")).unwrap();
+    assert!(log.contains("average of epochs 10-12 | valid ppl"), "{log}");
+    let metrics = std::fs::read_to_string(d.join("m/metrics.json")).unwrap();
+    assert!(
+        metrics.contains("\"average\"") && metrics.contains("\"exported\""),
+        "{metrics}"
+    );
     // Learned: the training sentences come back (a fixture this small is memorised).
     let input = "the cat sleeps.\n\nthe dog runs.\n";
     let (ok, out, err) = cli(

@@ -7,6 +7,7 @@
 //! - [`export`]: burn model → the engine's artifact (`fastsoftmax_infer::model::artifact`).
 //! - [`seq2seq`]: the attention translator (bidirectional encoder, Luong decoder, input feeding).
 //! - [`train_nmt`]: its teacher-forced training; [`export_nmt`]: → `fastsoftmax_translate`'s artifact.
+//! - [`average`]: checkpoint averaging (the mean of several snapshots' parameters).
 //! - [`bucketed`]: training D-softmax and adaptive softmax (frequency buckets) on a frozen LM.
 //! - [`candidates`]: training the candidate attention predictor (trigram lists + attention).
 //! - [`ds`]: training DS-Softmax (sparse mixture of sparse experts, group lasso, mitosis).
@@ -14,6 +15,7 @@
 //! - [`synthetic`]: the DS-Softmax paper's hierarchical Gaussian check (Appendix A).
 //! - [`backend`]: choosing the burn device at run time.
 
+pub mod average;
 pub mod backend;
 pub mod bucketed;
 pub mod candidates;

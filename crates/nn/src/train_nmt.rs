@@ -11,7 +11,8 @@
 //! - `checkpoint.bpk` + `train_state.json`: the latest epoch, for `--resume` (Adam's moments
 //!   restart on resume);
 //! - `best.bpk`: the epoch with the best validation BLEU, exported as the engine artifact
-//!   (`crate::export_nmt`) whenever it improves;
+//!   (`crate::export_nmt`) whenever it improves; at the end, with `train.average_last`, the
+//!   mean of the last epochs' weights (`epoch-N.bpk`) replaces it if its BLEU is higher;
 //! - `train.log`: one line per epoch; `metrics.json`: the final numbers.
 
 use std::collections::{BTreeMap, HashMap};
@@ -70,6 +71,11 @@ pub struct NmtTrainConfig {
     /// uniformly over the vocabulary. Perplexities are always of the plain likelihood.
     #[serde(default)]
     pub label_smoothing: f64,
+    /// Checkpoint averaging (0 or 1: off): keep the last this many epochs' weights
+    /// (`epoch-N.bpk`) and, at the end, validate their mean; it is exported when its valid BLEU
+    /// beats every single epoch's.
+    #[serde(default)]
+    pub average_last: usize,
 }
 
 fn default_max_len() -> usize {
@@ -178,11 +184,32 @@ pub struct NmtMetrics {
     pub epochs: Vec<NmtEpoch>,
     /// Training pairs skipped for exceeding `max_len`.
     pub skipped_long: usize,
+    /// The mean of the last epochs' weights, when `train.average_last` asked for it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub average: Option<NmtAverage>,
+    /// What was exported: `epoch N` or `average of epochs A-B`.
+    #[serde(default)]
+    pub exported: String,
+}
+
+/// The validation of an averaged checkpoint.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct NmtAverage {
+    /// The epochs averaged, oldest first.
+    pub epochs: Vec<usize>,
+    pub valid_ppl: f64,
+    /// Greedy, detokenized, sacreBLEU-compatible.
+    pub valid_bleu: f64,
 }
 
 const STATE_FILE: &str = "train_state.json";
 const CHECKPOINT: &str = "checkpoint.bpk";
 const BEST: &str = "best.bpk";
+
+/// Where `train.average_last` keeps an epoch's weights.
+fn epoch_checkpoint(epoch: usize) -> String {
+    format!("epoch-{epoch}.bpk")
+}
 
 /// A parallel text read and encoded: per sentence the source and target ids, each ending with
 /// `<eos>`, and the raw target line (the BLEU reference).
@@ -495,6 +522,13 @@ pub fn train_nmt(
             state.lr *= t.lr_decay;
         }
         save_module(&model, &out(CHECKPOINT))?;
+        if t.average_last > 1 {
+            save_module(&model, &out(&epoch_checkpoint(epoch)))?;
+            if let Some(old) = epoch.checked_sub(t.average_last) {
+                // Best effort: a leftover file costs disk, not correctness.
+                let _ = std::fs::remove_file(out(&epoch_checkpoint(old)));
+            }
+        }
         write_text(
             &out(STATE_FILE),
             &serde_json::to_string_pretty(&state).unwrap(),
@@ -505,22 +539,59 @@ pub fn train_nmt(
             "the time budget (--budget-minutes) ran out before the first batch was trained; give it more time".into(),
         ));
     }
-    let best = load_module(
-        cfg.model.init(src_vocab.len(), tgt_vocab.len(), device),
-        &out(BEST),
-    )?;
-    crate::export_nmt::export(&best.valid(), &src_vocab, &tgt_vocab, &cfg.model, &opts.out)?;
     let best_epoch = state
         .history
         .iter()
         .max_by(|a, b| a.valid_bleu.total_cmp(&b.valid_bleu))
         .expect("at least one epoch");
+    let mut exported = format!("epoch {}", best_epoch.epoch);
+    let init = || cfg.model.init(src_vocab.len(), tgt_vocab.len(), device);
+    let mut average = None;
+    let kept: Vec<usize> = (state.epochs_done.saturating_sub(t.average_last) + 1
+        ..=state.epochs_done)
+        .filter(|&e| out(&epoch_checkpoint(e)).exists())
+        .collect();
+    if kept.len() > 1 {
+        let models = kept
+            .iter()
+            .map(|&e| load_module(init(), &out(&epoch_checkpoint(e))))
+            .collect::<Result<Vec<_>>>()?;
+        let mean = crate::average::average(models)?;
+        let inference = mean.valid();
+        let valid_ppl = perplexity(&inference, &valid, t.batch_size, pad);
+        let hyps = translate_greedy(&inference, &valid, &tgt_vocab, t.batch_size);
+        let valid_bleu = bleu::corpus_bleu(&hyps, &valid.references).score;
+        let (first, last) = (kept[0], kept[kept.len() - 1]);
+        let line = format!(
+            "average of epochs {first}-{last} | valid ppl {valid_ppl:8.2} | valid BLEU {valid_bleu:5.2} (greedy) | {}",
+            if valid_bleu > state.best_valid_bleu {
+                "exported"
+            } else {
+                "not better than the best epoch"
+            }
+        );
+        eprintln!("{line}");
+        append_line(&out("train.log"), &line)?;
+        if valid_bleu > state.best_valid_bleu {
+            save_module(&mean, &out(BEST))?;
+            exported = format!("average of epochs {first}-{last}");
+        }
+        average = Some(NmtAverage {
+            epochs: kept,
+            valid_ppl,
+            valid_bleu,
+        });
+    }
+    let best = load_module(init(), &out(BEST))?;
+    crate::export_nmt::export(&best.valid(), &src_vocab, &tgt_vocab, &cfg.model, &opts.out)?;
     let metrics = NmtMetrics {
         best_epoch: best_epoch.epoch,
         valid_bleu: best_epoch.valid_bleu,
         valid_ppl: best_epoch.valid_ppl,
         epochs: state.history.clone(),
         skipped_long,
+        average,
+        exported,
     };
     write_text(
         &out("metrics.json"),

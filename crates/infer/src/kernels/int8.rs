@@ -248,7 +248,9 @@ impl Int8Matrix {
             let start = hu.len();
             hu.resize(start + self.d4, 128);
             for (o, &x) in hu[start..start + self.d].iter_mut().zip(h) {
-                // `max` first: it maps NaN to 1, so the value is always in [1, 255].
+                // `max` first: it maps NaN to 1, so the value is always in [1, 255] (`clamp`
+                // would pass NaN on to the unchecked cast below).
+                #[allow(clippy::manual_clamp)]
                 let v = ((x * s).round_ties_even() + 128.0).max(1.0).min(255.0);
                 // SAFETY: `v` is finite and within i32 (the saturating `as` would not vectorise).
                 *o = unsafe { v.to_int_unchecked::<i32>() } as u8;
