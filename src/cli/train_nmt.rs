@@ -72,6 +72,18 @@ pub fn run(a: TrainNmtArgs) -> anyhow::Result<()> {
         "best epoch {} · valid BLEU {:.2} (greedy) · valid ppl {:.2}",
         m.best_epoch, m.valid_bleu, m.valid_ppl
     );
-    println!("translator exported to {}", a.out.display());
+    if let Some(avg) = &m.average {
+        println!(
+            "average of the last {} epochs · valid BLEU {:.2} (greedy) · valid ppl {:.2}",
+            avg.epochs.len(),
+            avg.valid_bleu,
+            avg.valid_ppl
+        );
+    }
+    println!(
+        "translator ({}) exported to {}",
+        m.exported,
+        a.out.display()
+    );
     Ok(())
 }
