@@ -43,40 +43,38 @@ impl ModuleMapper for Mean {
 /// ids, every float parameter replaced by the mean over all of them.
 pub fn average<M: Module>(models: Vec<M>) -> Result<M> {
     let n = models.len();
-    let mut models = models.into_iter();
-    let first = models
-        .next()
-        .ok_or_else(|| Error::Invalid("averaging needs at least one model".into()))?;
-    let mut sums: Option<Vec<Tensor<1>>> = None;
-    for m in models {
+    let mut flats = models.iter().map(|m| {
         let mut flat = Flatten(Vec::new());
         m.visit(&mut flat);
+        flat.0
+    });
+    let own = flats
+        .next()
+        .ok_or_else(|| Error::Invalid("averaging needs at least one model".into()))?;
+    // Σ over the other models, one flat tensor per parameter: the mapper adds the first's own.
+    let mut sums: Option<Vec<Tensor<1>>> = None;
+    for flat in flats {
+        if flat.len() != own.len() || own.iter().zip(&flat).any(|(a, b)| a.dims() != b.dims()) {
+            return Err(Error::Invalid(
+                "the checkpoints to average have different shapes: they come from different model configs".into(),
+            ));
+        }
         sums = Some(match sums {
-            None => flat.0,
-            Some(s) => {
-                if s.len() != flat.0.len()
-                    || s.iter().zip(&flat.0).any(|(a, b)| a.dims() != b.dims())
-                {
-                    return Err(Error::Invalid(
-                        "the checkpoints to average have different shapes: they come from different model configs".into(),
-                    ));
-                }
-                s.into_iter().zip(flat.0).map(|(a, b)| a + b).collect()
-            }
+            None => flat,
+            Some(s) => s.into_iter().zip(flat).map(|(a, b)| a + b).collect(),
         });
     }
-    let Some(sums) = sums else { return Ok(first) };
-    let mut own = Flatten(Vec::new());
-    first.visit(&mut own);
-    if own.0.len() != sums.len() || own.0.iter().zip(&sums).any(|(a, b)| a.dims() != b.dims()) {
-        return Err(Error::Invalid(
-            "the checkpoints to average have different shapes: they come from different model configs".into(),
-        ));
-    }
-    Ok(first.map(&mut Mean {
-        sums: sums.into_iter(),
-        n,
-    }))
+    let first = models
+        .into_iter()
+        .next()
+        .expect("checked above: at least one model");
+    Ok(match sums {
+        None => first,
+        Some(sums) => first.map(&mut Mean {
+            sums: sums.into_iter(),
+            n,
+        }),
+    })
 }
 
 #[cfg(test)]
