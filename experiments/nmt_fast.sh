@@ -6,7 +6,9 @@
 #   file size, output-layer time, BLEU (beam 5, batch 16);
 # - Table 3: f32 full softmax, int8 and int16 (`quantize`), the map (per-sentence and per-batch
 #   shortlists) and each precision with the map, beam 1 and 5, decode time and BLEU;
-# - Figure 3: words/s against the batch size at beam 5, with and without the map.
+# - Figure 3: words/s against the batch size at beam 5, with and without the map;
+# - L2S and DS-Softmax heads in the beam (trained on the decoder's contexts by `train-head`
+#   into a copy of the model under runs/ when missing: DS takes ~20 min on 2 cores).
 # Raw rows go to experiments/results/nmt-fast/; experiments/results/nmt-fast.md discusses them.
 #
 #   bash experiments/nmt_fast.sh [MODEL] [ROUNDS]
@@ -20,9 +22,19 @@ cargo build --release
 B=./target/release/fastsoftmax
 $B data fetch bible
 T=data/bible/test
+# Screening heads, trained for this model on teacher-forced decoder contexts of the training
+# split (the copy keeps the heads out of assets/; its weights are the model's).
+HM=${HEADS_MODEL:-runs/bible-heads}
+[ -f "$HM/manifest.json" ] && cmp -s "$HM/model.safetensors" "$MODEL/model.safetensors" || {
+  rm -rf "$HM"; mkdir -p "$(dirname "$HM")"; cp -r "$MODEL" "$HM"; }
+[ -d "$HM/heads/l2s" ] || $B train-head l2s --model "$HM" --config experiments/configs/l2s.json --max-contexts 300000 --quiet
+[ -d "$HM/heads/ds" ] || $B train-head ds --model "$HM" --config experiments/configs/ds.json --max-contexts 300000 --quiet
+cp "$HM/heads/l2s/head.json" "$OUT/head-l2s.json"
+cp "$HM/heads/ds/head.json" "$OUT/head-ds.json"
+
 INT8=$OUT/int8-model
 INT16=$OUT/int16-model
-$B quantize --model "$MODEL" --out "$INT8" >/dev/null
+$B quantize --model "$HM" --out "$INT8" >/dev/null  # carries the heads over
 $B quantize --model "$MODEL" --to int16 --out "$INT16" >/dev/null
 
 # Table 1's maps, all from one alignment of the training split; BEST serves Table 3 and the
@@ -59,6 +71,9 @@ for round in $(seq "$ROUNDS"); do
     MODEL=$INT16 run int16 "$round" $beam 16
     MODEL=$INT16 run int16+vmap "$round" $beam 16 --vmap "$OUT/$BEST.vmap"
     MODEL=$INT8 run int8+vmap "$round" $beam 16 --vmap "$OUT/$BEST.vmap"
+    MODEL=$HM run l2s "$round" $beam 16 --head l2s
+    MODEL=$HM run ds "$round" $beam 16 --head ds
+    MODEL=$INT8 run int8+l2s "$round" $beam 16 --head l2s
   done
   for m in $MAPS; do
     [ "$m" = "$BEST" ] || run "table1 $m" "$round" 5 16 --vmap "$OUT/$m.vmap"

@@ -68,8 +68,44 @@ for batch in (1, 4, 16, 64):
           f"{wps[1] / wps[0]:.2f}× | {wps[3] / wps[0]:.2f}× | "
           f"{f[0]['bleu']:.2f} / {v[0]['bleu']:.2f} / {u[0]['bleu']:.2f} / {i[0]['bleu']:.2f} |")
 
+print("\n## Screening heads in the beam (batch 16)\n")
+heads = {}
+for kind in ("l2s", "ds"):
+    try:
+        heads[kind] = json.load(open(f"{out}/head-{kind}.json"))
+    except FileNotFoundError:
+        pass
+
+
+def head_precision(kind):
+    """Validation P@1 / P@5 of the head against the full softmax, as its training reported."""
+    rep = heads.get(kind, {}).get("training", {}).get("report", {})
+    if kind == "l2s" and rep:
+        best = rep["rounds"][rep["best_round"]]
+        return f"{best['valid_p1']:.4f} / {best['valid_pk']:.4f}"
+    if kind == "ds" and rep:
+        last = rep["stages"][-1]["valid"]
+        return f"{last['p_at_1']:.4f} / –"
+    return "–"
+
+
+print("| head | beam | valid P@1 / P@5 | words / row | BLEU | output layer s | vs f32 | decode s | vs f32 |")
+print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+for beam in (1, 5):
+    b = by[("f32", beam, 16)]
+    for config in ("f32", "l2s", "ds", "int8", "int8+l2s"):
+        rs = by.get((config, beam, 16))
+        if not rs:
+            continue
+        prec = "1 / 1" if config in ("f32", "int8") else head_precision(config.removeprefix("int8+"))
+        print(f"| {config} | {beam} | {prec} | {med(rs, lambda r: r['logits_per_row']):,.0f} | "
+              f"{rs[0]['bleu']:.2f} | {output_s(rs):.3f} | {output_s(b) / output_s(rs):.1f}× | "
+              f"{seconds(rs):.2f} | {seconds(b) / seconds(rs):.2f}× |")
+
 print("\n## Where the time goes (beam 5, batch 16)\n")
-for config in ("f32", "int16", "int8", "vmap", "int8+vmap"):
+for config in ("f32", "int16", "int8", "vmap", "int8+vmap", "l2s", "ds", "int8+l2s"):
+    if (config, 5, 16) not in by:
+        continue
     p = dict(by[(config, 5, 16)][-1]["profile"])
     p.pop("output_rows")
     p.pop("output_logits")

@@ -224,6 +224,141 @@ fn train_translate_bleu_and_bad_input() {
     // "die" is in no shortlist of this map, so it cannot be written.
     assert!(out.contains("Katze") && !out.contains("die"), "{out}");
 
+    // Screening heads trained on the translator's decoder contexts, served inside the beam.
+    let (ok, out, err) = cli(
+        &[
+            "train-head",
+            "l2s",
+            "--model",
+            &s("m"),
+            "--data",
+            &s(""),
+            "--clusters",
+            "2",
+            "--budget",
+            "6",
+            "--rounds",
+            "1",
+            "--quiet",
+        ],
+        None,
+    );
+    assert!(ok, "{err}");
+    assert!(
+        out.contains("saved") && err.contains("train.en → "),
+        "{out}{err}"
+    );
+    let (ok, _, err) = cli(
+        &[
+            "train-head",
+            "ds",
+            "--model",
+            &s("m"),
+            "--data",
+            &s(""),
+            "--experts",
+            "2",
+            "--start-experts",
+            "2",
+            "--quiet",
+        ],
+        None,
+    );
+    assert!(ok, "{err}");
+    for head in ["l2s", "ds"] {
+        let (ok, out, err) = cli(
+            &[
+                "translate",
+                "--model",
+                &s("m"),
+                "--beam",
+                "3",
+                "--head",
+                head,
+            ],
+            Some(input.as_bytes()),
+        );
+        assert!(ok, "{head}: {err}");
+        assert!(
+            err.contains(&format!("screening with {head} head")),
+            "{err}"
+        );
+        assert_eq!(out.lines().count(), 3, "{head}: {out}");
+    }
+    // An int8 artifact carries the heads over, bound to its quantized output layer.
+    let (ok, out, err) = cli(&["quantize", "--model", &s("m"), "--out", &s("q8")], None);
+    assert!(
+        ok && out.contains("carried the screening heads ds, l2s over"),
+        "{out}{err}"
+    );
+    let (ok, out, err) = cli(
+        &[
+            "translate",
+            "--model",
+            &s("q8"),
+            "--beam",
+            "3",
+            "--head",
+            "l2s",
+        ],
+        Some(input.as_bytes()),
+    );
+    assert!(ok && out.lines().count() == 3, "{out}{err}");
+    let (ok, out, _) = cli(
+        &[
+            "quantize",
+            "--model",
+            &s("m"),
+            "--to",
+            "int16",
+            "--out",
+            &s("q16"),
+        ],
+        None,
+    );
+    assert!(ok && !out.contains("carried"), "{out}");
+    let (ok, _, err) = cli(
+        &["translate", "--model", &s("q16"), "--head", "l2s"],
+        Some(b"the cat sleeps.\n"),
+    );
+    assert!(!ok && err.contains("no head"), "{err}");
+    let (ok, _, err) = cli(
+        &["translate", "--model", &s("m"), "--head", "nope"],
+        Some(b"the cat sleeps.\n"),
+    );
+    assert!(!ok && err.contains("train-head l2s"), "{err}");
+    let (ok, _, err) = cli(
+        &[
+            "translate",
+            "--model",
+            &s("m"),
+            "--head",
+            "l2s",
+            "--vmap",
+            &s("map.vmap"),
+        ],
+        Some(b"the cat sleeps.\n"),
+    );
+    assert!(!ok && err.contains("cannot be used with"), "{err}");
+    let (ok, _, err) = cli(
+        &[
+            "train-head",
+            "l2s",
+            "--model",
+            &s("m"),
+            "--data",
+            &s("nowhere"),
+            "--budget",
+            "6",
+            "--quiet",
+        ],
+        None,
+    );
+    assert!(
+        !ok && err.contains("nowhere") && err.contains("data fetch bible"),
+        "{err}"
+    );
+
     // Resuming a finished run exports again and trains nothing more.
     let (ok, _, err) = cli(
         &[

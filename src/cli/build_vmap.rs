@@ -13,15 +13,8 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 #[derive(Args, Debug)]
 pub struct BuildVmapArgs {
-    /// Directory with {train,test}.{SRC,TGT}, one sentence per line (see `data fetch bible`).
-    #[arg(long, default_value = "data/bible")]
-    data: PathBuf,
-    /// Source language suffix of the files.
-    #[arg(long, default_value = "en")]
-    src: String,
-    /// Target language suffix of the files.
-    #[arg(long, default_value = "de")]
-    tgt: String,
+    #[command(flatten)]
+    parallel: super::Parallel,
     /// The map to write (CTranslate2's text format: `source n-gram<TAB>target words`).
     #[arg(long)]
     out: PathBuf,
@@ -163,15 +156,15 @@ fn read_links(path: &Path, src: &[Vec<String>], tgt: &[Vec<String>]) -> anyhow::
 }
 
 pub fn run(a: BuildVmapArgs) -> anyhow::Result<()> {
-    let file = |split: &str, lang: &str| a.data.join(format!("{split}.{lang}"));
-    let src = read_tokens(&file("train", &a.src))?;
-    let tgt = read_tokens(&file("train", &a.tgt))?;
+    let (src_file, tgt_file) = a.parallel.files("train");
+    let src = read_tokens(&src_file)?;
+    let tgt = read_tokens(&tgt_file)?;
     if src.len() != tgt.len() {
         bail!(
             "{} has {} lines but {} has {}: the training split must be one sentence pair per line",
-            file("train", &a.src).display(),
+            src_file.display(),
             src.len(),
-            file("train", &a.tgt).display(),
+            tgt_file.display(),
             tgt.len()
         );
     }
@@ -238,8 +231,8 @@ pub fn run(a: BuildVmapArgs) -> anyhow::Result<()> {
         align_seconds,
     };
     if a.eval != "none" {
-        let es = read_tokens(&file(&a.eval, &a.src))?;
-        let et = read_tokens(&file(&a.eval, &a.tgt))?;
+        let (es, et) = a.parallel.files(&a.eval);
+        let (es, et) = (read_tokens(&es)?, read_tokens(&et)?);
         if es.len() != et.len() {
             bail!("the {} split's two sides differ in length", a.eval);
         }

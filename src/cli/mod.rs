@@ -20,7 +20,32 @@ mod train_nmt;
 mod translate;
 mod verify;
 
-use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+/// A parallel corpus on disk: `DIR/SPLIT.SRC` and `DIR/SPLIT.TGT`, one sentence per line,
+/// line `i` of one the translation of line `i` of the other (see `data fetch bible`).
+#[derive(Args, Debug, Clone)]
+pub struct Parallel {
+    /// Directory of the parallel corpus: {train,valid,test}.{SRC,TGT}.
+    #[arg(long, default_value = "data/bible")]
+    pub data: PathBuf,
+    /// Source language suffix of the files.
+    #[arg(long, default_value = "en")]
+    pub src: String,
+    /// Target language suffix of the files.
+    #[arg(long, default_value = "de")]
+    pub tgt: String,
+}
+
+impl Parallel {
+    /// The source and target files of `split`.
+    pub fn files(&self, split: &str) -> (PathBuf, PathBuf) {
+        let file = |lang: &str| self.data.join(format!("{split}.{lang}"));
+        (file(&self.src), file(&self.tgt))
+    }
+}
 
 /// Train language models on burn and make their large-vocabulary softmax fast on a CPU.
 #[derive(Parser, Debug)]

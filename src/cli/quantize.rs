@@ -1,11 +1,13 @@
 //! `fastsoftmax quantize`: a translator's matrices to int8 rows with one scale per row, or to
 //! int16 with one scale per matrix.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
 use clap::{Args, ValueEnum};
+use fastsoftmax_infer::heads::{fingerprint, read_head};
 use fastsoftmax_translate::artifact::{NmtWeights, Precision, WEIGHTS_FILE};
+use fastsoftmax_translate::Translator;
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
 enum To {
@@ -46,6 +48,7 @@ pub fn run(a: QuantizeArgs) -> anyhow::Result<()> {
         To::Int16 => w.quantize_int16(),
     };
     q.save(&a.out)?;
+    let carried = carry_heads(&a.model, &w, &a.out, &q)?;
     let size = |d: &PathBuf| std::fs::metadata(d.join(WEIGHTS_FILE)).map_or(0, |m| m.len());
     let command: Vec<String> = std::env::args().collect();
     fastsoftmax_infer::files::write_atomic(
@@ -59,5 +62,64 @@ pub fn run(a: QuantizeArgs) -> anyhow::Result<()> {
         size(&a.out) as f64 / 1e6,
         size(&a.model) as f64 / 1e6
     );
+    if !carried.is_empty() {
+        println!("carried the screening heads {} over", carried.join(", "));
+    }
     Ok(())
+}
+
+/// Copies the f32 model's screening heads (l2s, ds: `translate --head`) into the quantized
+/// artifact, each checked against the f32 output layer and then bound to the quantized one
+/// (their manifest's fingerprint is the only change: L2S stores words, not rows, and DS its
+/// own rows). Other heads, and every head for int16 (which serves none), stay behind.
+fn carry_heads(
+    model: &Path,
+    w: &NmtWeights,
+    out: &Path,
+    q: &NmtWeights,
+) -> anyhow::Result<Vec<String>> {
+    let Ok(entries) = std::fs::read_dir(model.join("heads")) else {
+        return Ok(Vec::new());
+    };
+    let f32_output = Translator::from_weights(w.clone())?.output_head();
+    let Some(quantized) = Translator::from_weights(q.clone())?.output_head() else {
+        return Ok(Vec::new());
+    };
+    let f32_output = f32_output.context("the f32 translator has no f32 output layer")?;
+    let mut carried = Vec::new();
+    for entry in entries {
+        let dir = entry?.path();
+        let name = dir
+            .file_name()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .to_string();
+        let Ok((mut m, _)) = read_head(&dir, &f32_output) else {
+            eprintln!(
+                "warning: {} is not a readable head of this model; not carried over",
+                dir.display()
+            );
+            continue;
+        };
+        if !matches!(m.kind.as_str(), "l2s" | "ds") {
+            continue;
+        }
+        m.model_fingerprint = fingerprint(&quantized);
+        let dest = out.join("heads").join(&name);
+        let tmp = out.join("heads").join(format!("{name}.tmp"));
+        let _ = std::fs::remove_dir_all(&tmp);
+        std::fs::create_dir_all(&tmp)?;
+        for f in std::fs::read_dir(&dir)? {
+            let f = f?.path();
+            if f.is_file() {
+                std::fs::copy(&f, tmp.join(f.file_name().unwrap_or_default()))?;
+            }
+        }
+        std::fs::write(tmp.join("head.json"), serde_json::to_vec_pretty(&m)?)?;
+        let _ = std::fs::remove_dir_all(&dest);
+        std::fs::rename(&tmp, &dest).with_context(|| format!("writing {}", dest.display()))?;
+        carried.push(name);
+    }
+    carried.sort();
+    Ok(carried)
 }

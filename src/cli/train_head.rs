@@ -8,7 +8,7 @@ use clap::{Args, Subcommand};
 use fastsoftmax_infer::eval::Contexts;
 use fastsoftmax_infer::heads::candidates::CandidatesHead;
 use fastsoftmax_infer::heads::trigram::TrigramHead;
-use fastsoftmax_infer::{AdaptiveHead, DsHead, DsoftmaxHead, LanguageModel};
+use fastsoftmax_infer::{AdaptiveHead, DsHead, DsoftmaxHead, FullHead, LanguageModel, SoftmaxHead};
 use fastsoftmax_nn::bucketed::{
     train_bucketed, BucketConfig, BucketKind, BucketedHead, EpochRecord, Target,
 };
@@ -18,6 +18,7 @@ use fastsoftmax_nn::candidates::{
 use fastsoftmax_nn::ds::{train_ds, DsConfig, StageRecord};
 use fastsoftmax_nn::l2s::{train_l2s, L2sConfig, Labeled};
 use fastsoftmax_nn::Backend;
+use fastsoftmax_translate::Translator;
 use indicatif::{ProgressBar, ProgressStyle};
 use rayon::prelude::*;
 
@@ -145,7 +146,8 @@ pub struct BucketArgs {
 
 #[derive(Args, Debug)]
 pub struct DsArgs {
-    /// Model directory (from `train-lm`), e.g. assets/models/ptb-small-lstm.
+    /// Model directory (from `train-lm`, or a translator from `train-nmt`), e.g.
+    /// assets/models/ptb-small-lstm or assets/models/bible-en-de-tiny.
     #[arg(long)]
     model: PathBuf,
     /// JSON with any of the DS hyper-parameters (see experiments/configs/ds.json); flags below
@@ -174,6 +176,11 @@ pub struct DsArgs {
     /// Use at most N training contexts, evenly spaced [default: all].
     #[arg(long)]
     max_contexts: Option<usize>,
+    /// For a translator (--model from `train-nmt`): the parallel corpus whose training and
+    /// validation splits give the decoder's contexts under teacher forcing (--train/--valid
+    /// are for language models).
+    #[command(flatten)]
+    parallel: super::Parallel,
     /// Training text (one tokenized sentence per line).
     #[arg(long, default_value = "data/ptb/ptb.train.txt")]
     train: PathBuf,
@@ -193,7 +200,8 @@ pub struct DsArgs {
 
 #[derive(Args, Debug)]
 pub struct L2sArgs {
-    /// Model directory (from `train-lm`), e.g. assets/models/ptb-small-lstm.
+    /// Model directory (from `train-lm`, or a translator from `train-nmt`), e.g.
+    /// assets/models/ptb-small-lstm or assets/models/bible-en-de-tiny.
     #[arg(long)]
     model: PathBuf,
     /// JSON with any of the L2S hyper-parameters (see experiments/configs/l2s-ptb-small.json);
@@ -217,6 +225,11 @@ pub struct L2sArgs {
     /// Use at most N training contexts, evenly spaced [default: all].
     #[arg(long)]
     max_contexts: Option<usize>,
+    /// For a translator (--model from `train-nmt`): the parallel corpus whose training and
+    /// validation splits give the decoder's contexts under teacher forcing (--train/--valid
+    /// are for language models).
+    #[command(flatten)]
+    parallel: super::Parallel,
     /// Training text (one tokenized sentence per line).
     #[arg(long, default_value = "data/ptb/ptb.train.txt")]
     train: PathBuf,
@@ -246,7 +259,7 @@ pub fn run(a: TrainHeadArgs) -> anyhow::Result<()> {
 
 fn run_l2s(a: L2sArgs) -> anyhow::Result<()> {
     check_name(&a.name)?;
-    let lm = LanguageModel::load(&a.model)?;
+    let lm = HeadModel::load(&a.model, &a.parallel)?;
     let mut configs: Vec<(String, L2sConfig)> = Vec::new();
     for p in &a.config {
         let text =
@@ -286,7 +299,7 @@ fn run_l2s(a: L2sArgs) -> anyhow::Result<()> {
                 let mut c = base.clone();
                 c.clusters = r;
                 c.budget = b;
-                c.validate(lm.spec().vocab_size)?;
+                c.validate(lm.full().vocab_size())?;
                 let name = if configs.len() * clusters.len() * budgets.len() == 1 {
                     a.name.clone()
                 } else if configs.len() == 1 {
@@ -309,14 +322,14 @@ fn run_l2s(a: L2sArgs) -> anyhow::Result<()> {
     let device = a.backend.parse::<Backend>()?.autodiff_device()?;
     let started = Instant::now();
 
-    let train = labeled(&lm, &a.train, max_contexts, top_k, !a.quiet)?;
-    let valid = labeled(&lm, &a.valid, 0, top_k, !a.quiet)?;
+    let (train, train_name) = lm.contexts(&a.train, "train", max_contexts, !a.quiet)?;
+    let train = Labeled::new(lm.full(), train.hs, top_k);
+    let (valid, valid_name) = lm.contexts(&a.valid, "valid", 0, !a.quiet)?;
+    let valid = Labeled::new(lm.full(), valid.hs, top_k);
     let contexts_line = format!(
-        "contexts: {} from {}, {} from {} ({:.0} s)",
+        "contexts: {} from {train_name}, {} from {valid_name} ({:.0} s)",
         train.len(),
-        a.train.display(),
         valid.len(),
-        a.valid.display(),
         started.elapsed().as_secs_f64()
     );
     for (name, cfg) in runs {
@@ -324,16 +337,9 @@ fn run_l2s(a: L2sArgs) -> anyhow::Result<()> {
         let mut log_text = TrainLog::default();
         let mut log = |line: &str| log_text.line(line);
         log(&contexts_line);
-        let (head, report) = train_l2s(
-            &name,
-            lm.full_head(),
-            &train,
-            &valid,
-            &cfg,
-            &device,
-            &mut log,
-        )
-        .with_context(|| format!("training the L2S head for {}", a.model.display()))?;
+        let (head, report) =
+            train_l2s(&name, lm.full(), &train, &valid, &cfg, &device, &mut log)
+                .with_context(|| format!("training the L2S head for {}", a.model.display()))?;
         let out = write_head(
             &a.model,
             &name,
@@ -351,7 +357,7 @@ fn run_l2s(a: L2sArgs) -> anyhow::Result<()> {
             best.valid_pk,
             best.valid_mean_candidates,
             cfg.clusters,
-            lm.spec().vocab_size as f64 / (best.valid_mean_candidates + cfg.clusters as f64)
+            lm.full().vocab_size() as f64 / (best.valid_mean_candidates + cfg.clusters as f64)
         );
     }
     Ok(())
@@ -359,7 +365,7 @@ fn run_l2s(a: L2sArgs) -> anyhow::Result<()> {
 
 fn run_ds(a: DsArgs) -> anyhow::Result<()> {
     check_name(&a.name)?;
-    let lm = LanguageModel::load(&a.model)?;
+    let lm = HeadModel::load(&a.model, &a.parallel)?;
     let mut cfg = read_config(a.config.as_deref(), "DS", DsConfig::default)?;
     if let Some(k) = a.experts {
         cfg.experts = k;
@@ -388,16 +394,14 @@ fn run_ds(a: DsArgs) -> anyhow::Result<()> {
     };
     let device = a.backend.parse::<Backend>()?.autodiff_device()?;
     let started = Instant::now();
-    let train = contexts(&lm, &a.train, cfg.max_contexts, !a.quiet)?;
-    let valid = contexts(&lm, &a.valid, 0, !a.quiet)?;
+    let (train, train_name) = lm.contexts(&a.train, "train", cfg.max_contexts, !a.quiet)?;
+    let (valid, valid_name) = lm.contexts(&a.valid, "valid", 0, !a.quiet)?;
     let mut log_text = TrainLog::default();
     let mut log = |line: &str| log_text.line(line);
     log(&format!(
-        "contexts: {} from {}, {} from {} ({:.0} s); stages {:?}",
+        "contexts: {} from {train_name}, {} from {valid_name} ({:.0} s); stages {:?}",
         train.len(),
-        a.train.display(),
         valid.len(),
-        a.valid.display(),
         started.elapsed().as_secs_f64(),
         cfg.stages()
     ));
@@ -421,7 +425,7 @@ fn run_ds(a: DsArgs) -> anyhow::Result<()> {
     };
     let (head, report) = train_ds(
         &a.name,
-        lm.full_head(),
+        lm.full(),
         &train,
         &valid,
         &cfg,
@@ -802,17 +806,170 @@ fn check_name(name: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Runs the LM over `text` and labels the contexts with the exact top-k; keeps at most `max`
-/// contexts (evenly spaced; 0 = all).
-fn labeled(
-    lm: &LanguageModel,
-    text: &Path,
+/// The model a head is trained for: a language model (contexts: its state after each word of a
+/// text) or a translator (contexts: its decoder's `h̃` under teacher forcing on a parallel
+/// corpus, the reference word as the next word).
+enum HeadModel {
+    Lm(LanguageModel),
+    Translator {
+        engine: Box<Translator>,
+        full: FullHead,
+        parallel: super::Parallel,
+    },
+}
+
+impl HeadModel {
+    /// Loads `dir` as a translator when its manifest says so, else as a language model.
+    fn load(dir: &Path, parallel: &super::Parallel) -> anyhow::Result<HeadModel> {
+        let manifest = std::fs::read(dir.join("manifest.json")).ok();
+        let format = manifest
+            .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+            .and_then(|v| v["format"].as_str().map(str::to_string));
+        if format.as_deref() != Some(fastsoftmax_translate::artifact::FORMAT) {
+            return Ok(HeadModel::Lm(LanguageModel::load(dir)?));
+        }
+        let engine = Translator::load(dir)
+            .with_context(|| format!("loading the translator in {}", dir.display()))?;
+        let full = engine.output_head().ok_or_else(|| {
+            anyhow::anyhow!(
+                "{} is a quantized translator; train heads on its f32 artifact (the one `quantize` read)",
+                dir.display()
+            )
+        })?;
+        Ok(HeadModel::Translator {
+            engine: Box::new(engine),
+            full,
+            parallel: parallel.clone(),
+        })
+    }
+
+    /// The exact output layer the head approximates.
+    fn full(&self) -> &FullHead {
+        match self {
+            HeadModel::Lm(lm) => lm.full_head(),
+            HeadModel::Translator { full, .. } => full,
+        }
+    }
+
+    /// At most `max` (context, next word) pairs, evenly spaced (0 = all), and where they came
+    /// from: a language model reads `text`; a translator the `split` of its parallel corpus.
+    fn contexts(
+        &self,
+        text: &Path,
+        split: &str,
+        max: usize,
+        progress: bool,
+    ) -> anyhow::Result<(Contexts, String)> {
+        match self {
+            HeadModel::Lm(lm) => Ok((
+                contexts(lm, text, max, progress)?,
+                text.display().to_string(),
+            )),
+            HeadModel::Translator {
+                engine, parallel, ..
+            } => {
+                let (src, tgt) = parallel.files(split);
+                let name = format!("{} → {}", src.display(), tgt.display());
+                Ok((decoder_contexts(engine, &src, &tgt, max, progress)?, name))
+            }
+        }
+    }
+}
+
+impl AsRef<FullHead> for HeadModel {
+    fn as_ref(&self) -> &FullHead {
+        self.full()
+    }
+}
+
+/// The translator's decoder contexts under teacher forcing on the sentence pairs of `src` and
+/// `tgt`, with the reference word each one predicts; every `k`-th pair so that about `max`
+/// contexts are kept (0 = all). Batches of 64 pairs run on every core.
+fn decoder_contexts(
+    engine: &Translator,
+    src: &Path,
+    tgt: &Path,
     max: usize,
-    k: usize,
     progress: bool,
-) -> anyhow::Result<Labeled> {
-    let c = contexts(lm, text, max, progress)?;
-    Ok(Labeled::new(lm.full_head(), c.hs, k))
+) -> anyhow::Result<Contexts> {
+    let read = |p: &Path| -> anyhow::Result<Vec<String>> {
+        let text = std::fs::read_to_string(p).with_context(|| {
+            format!(
+                "reading {} (fetch the corpus with `fastsoftmax data fetch bible`, or pass --data/--src/--tgt)",
+                p.display()
+            )
+        })?;
+        Ok(text.lines().map(str::to_string).collect())
+    };
+    let (src_lines, tgt_lines) = (read(src)?, read(tgt)?);
+    if src_lines.len() != tgt_lines.len() {
+        anyhow::bail!(
+            "{} has {} lines but {} has {}: a parallel corpus needs one translation per line",
+            src.display(),
+            src_lines.len(),
+            tgt.display(),
+            tgt_lines.len()
+        );
+    }
+    let vocab = engine.tgt_vocab();
+    let mut pairs: Vec<(Vec<u32>, Vec<u32>)> = Vec::with_capacity(src_lines.len());
+    for (s, t) in src_lines.iter().zip(&tgt_lines) {
+        let source = engine.source(s, 250);
+        let tokens = fastsoftmax_translate::text::tokenize(t);
+        if source.tokens.is_empty() || tokens.is_empty() {
+            continue;
+        }
+        let mut ids: Vec<u32> = tokens.iter().map(|w| vocab.id_or_unk(w)).collect();
+        ids.push(vocab.eos());
+        pairs.push((source.ids, ids));
+    }
+    let total: usize = pairs.iter().map(|p| p.1.len()).sum();
+    if total == 0 {
+        anyhow::bail!(
+            "{} and {} hold no sentence pairs",
+            src.display(),
+            tgt.display()
+        );
+    }
+    let stride = if max == 0 { 1 } else { total.div_ceil(max) };
+    let pairs: Vec<_> = pairs.into_iter().step_by(stride).collect();
+    let bar = if progress {
+        ProgressBar::new(pairs.len() as u64).with_style(
+            ProgressStyle::with_template("{msg} {bar:30} {pos}/{len} sentences ({eta})")
+                .expect("valid template"),
+        )
+    } else {
+        ProgressBar::hidden()
+    };
+    bar.set_message(format!("decoder contexts of {}", tgt.display()));
+    let parts: Vec<anyhow::Result<(Vec<f32>, Vec<u32>)>> = pairs
+        .par_chunks(64)
+        .map(|chunk| {
+            let batch: Vec<(&[u32], &[u32])> =
+                chunk.iter().map(|(s, t)| (&s[..], &t[..])).collect();
+            let out = engine.forced_contexts(&batch)?;
+            bar.inc(chunk.len() as u64);
+            Ok(out)
+        })
+        .collect();
+    bar.finish_and_clear();
+    joined(engine.spec().d_attn, parts)
+}
+
+/// The contexts of `parts` (each `hs [m, d]` and `next [m]`) in order, or the first error.
+fn joined(d: usize, parts: Vec<anyhow::Result<(Vec<f32>, Vec<u32>)>>) -> anyhow::Result<Contexts> {
+    let mut c = Contexts {
+        d,
+        hs: Vec::new(),
+        next: Vec::new(),
+        history: Vec::new(),
+    };
+    for part in parts {
+        let (hs, next) = part?;
+        c.hs.extend(hs);
+        c.next.extend(next);
+    }
+    Ok(c)
 }
 
 /// Runs the LM over `text` and keeps at most `max` (context, next word) pairs, evenly spaced
@@ -873,17 +1030,6 @@ fn contexts(
             Ok((hs, next))
         })
         .collect();
-    let mut c = Contexts {
-        d,
-        hs: Vec::with_capacity(n.div_ceil(stride) * d),
-        next: Vec::with_capacity(n.div_ceil(stride)),
-        history: Vec::new(),
-    };
-    for part in parts {
-        let (hs, next) = part?;
-        c.hs.extend(hs);
-        c.next.extend(next);
-    }
     bar.finish_and_clear();
-    Ok(c)
+    joined(d, parts)
 }

@@ -13,15 +13,8 @@ pub struct TrainNmtArgs {
     /// experiments/configs/bible-tiny.json.
     #[arg(long)]
     config: PathBuf,
-    /// Directory with {train,valid}.{SRC,TGT}, one sentence per line (see `data fetch bible`).
-    #[arg(long, default_value = "data/bible")]
-    data: PathBuf,
-    /// Source language suffix of the files.
-    #[arg(long, default_value = "en")]
-    src: String,
-    /// Target language suffix of the files.
-    #[arg(long, default_value = "de")]
-    tgt: String,
+    #[command(flatten)]
+    parallel: super::Parallel,
     /// Output directory: checkpoints, logs and the exported translator.
     #[arg(long)]
     out: PathBuf,
@@ -55,9 +48,9 @@ pub fn run(a: TrainNmtArgs) -> anyhow::Result<()> {
     let backend: Backend = a.backend.parse()?;
     let device = backend.autodiff_device()?;
     let opts = NmtOptions {
-        data: a.data.clone(),
-        src_lang: a.src.clone(),
-        tgt_lang: a.tgt.clone(),
+        data: a.parallel.data.clone(),
+        src_lang: a.parallel.src.clone(),
+        tgt_lang: a.parallel.tgt.clone(),
         out: a.out.clone(),
         resume: a.resume,
         max_batches: a.max_batches,

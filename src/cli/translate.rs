@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use anyhow::Context;
 use clap::Args;
-use fastsoftmax_translate::{Profile, SearchOptions, Translator, VmapScope, VocabMap};
+use fastsoftmax_translate::{Profile, Screen, SearchOptions, Translator, VmapScope, VocabMap};
 
 #[derive(Args, Debug)]
 pub struct TranslateArgs {
@@ -38,6 +38,11 @@ pub struct TranslateArgs {
     /// independent of --batch) or `batch` (the union over the batch, as CTranslate2 does).
     #[arg(long, value_enum, default_value_t = Scope::Sentence, requires = "vmap")]
     vmap_scope: Scope,
+    /// Screening head (MODEL/heads/NAME, from `train-head l2s|ds --model MODEL`): each decoder
+    /// row scores only the words of the cluster (L2S) or expert (DS) its context goes to, and
+    /// the beam normalises over them. Not with --vmap.
+    #[arg(long, conflicts_with = "vmap")]
+    head: Option<String>,
     /// Keep `<unk>` in the output instead of copying the most attended source word.
     #[arg(long)]
     keep_unk: bool,
@@ -80,7 +85,10 @@ struct Stats {
     /// The vocabulary map, if one was used.
     vmap: Option<String>,
     vmap_scope: Option<VmapScope>,
-    /// Target words scored per decoder row (`V` without a map).
+    /// The screening head, if one was used.
+    head: Option<String>,
+    /// Target words scored per decoder row (`V` without a map or head; a head's route
+    /// vectors count as words).
     logits_per_row: f64,
 }
 
@@ -125,6 +133,17 @@ fn translate(a: TranslateArgs) -> anyhow::Result<()> {
             );
         }
         engine.set_vocab_map(Some((map, scope)));
+    }
+    if let Some(name) = &a.head {
+        let screen = Screen::load(&engine, &a.model, name)
+            .with_context(|| format!("loading the screening head {name:?}"))?;
+        eprintln!(
+            "screening with {} head {name}: {} routes, {:.0} words per route on average",
+            screen.kind(),
+            screen.n_routes(),
+            screen.mean_set_len()
+        );
+        engine.set_screen(Some(screen));
     }
     let input: Box<dyn BufRead> = match &a.input {
         Some(p) => Box::new(std::io::BufReader::new(
@@ -239,6 +258,7 @@ fn translate(a: TranslateArgs) -> anyhow::Result<()> {
         output_gflops: flops / profile.output.max(1e-12) / 1e9,
         vmap: a.vmap.as_ref().map(|p| p.display().to_string()),
         vmap_scope: a.vmap.as_ref().map(|_| scope),
+        head: a.head.clone(),
         logits_per_row: profile.output_logits as f64 / profile.output_rows.max(1) as f64,
         profile,
     };

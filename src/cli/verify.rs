@@ -53,9 +53,15 @@ pub fn run(a: VerifyArgs) -> anyhow::Result<()> {
             Ok(vec![]),
             &mut rows,
         );
-        if let Err(e) = fastsoftmax_translate::Translator::load(&a.model) {
+        let engine = fastsoftmax_translate::Translator::load(&a.model);
+        if let Err(e) = &engine {
             mark_error(&mut rows, "translator", e.to_string());
         }
+        // Its screening heads (`translate --head`).
+        check_heads(&a, &mut rows, |name| match &engine {
+            Ok(engine) => fastsoftmax_translate::Screen::load(engine, &a.model, name).map(|_| ()),
+            Err(_) => Ok(()),
+        });
         return report(&a, &rows);
     }
     let added = match a.record {
@@ -72,6 +78,20 @@ pub fn run(a: VerifyArgs) -> anyhow::Result<()> {
     if let Err(e) = &lm {
         mark_error(&mut rows, "model", e.to_string());
     }
+    check_heads(&a, &mut rows, |name| match &lm {
+        Ok(lm) => heads::load(name, &a.model, lm).map(|_| ()),
+        Err(_) => Ok(()),
+    });
+    report(&a, &rows)
+}
+
+/// Checks every head of the model: its files against its manifest's digests, then `load`
+/// (which reports why it does not load, if it does not).
+fn check_heads(
+    a: &VerifyArgs,
+    rows: &mut Vec<Row>,
+    load: impl Fn(&str) -> fastsoftmax_infer::Result<()>,
+) {
     for (name, dir) in head_dirs(&a.model) {
         let artifact = format!("heads/{name}");
         let manifest = dir.join(format::HEAD_MANIFEST);
@@ -81,14 +101,11 @@ pub fn run(a: VerifyArgs) -> anyhow::Result<()> {
             false => Ok(vec![]),
             true => format::record_digests(&dir),
         };
-        check_artifact(&artifact, &manifest, data, added, &mut rows);
-        if let Ok(lm) = &lm {
-            if let Err(e) = heads::load(&name, &a.model, lm) {
-                mark_error(&mut rows, &artifact, e.to_string());
-            }
+        check_artifact(&artifact, &manifest, data, added, rows);
+        if let Err(e) = load(&name) {
+            mark_error(rows, &artifact, e.to_string());
         }
     }
-    report(&a, &rows)
 }
 
 /// Prints the rows; an error when a file differs or an artifact does not load.

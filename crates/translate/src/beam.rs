@@ -175,12 +175,19 @@ impl Translator {
             }
             None => (Vec::new(), Vec::new()),
         };
-        let output = match self.vocab_map() {
-            Some(_) => Output::Shortlists {
+        let output = match (self.vocab_map(), self.screen()) {
+            (Some(_), Some(screen)) => {
+                return Err(Error::Invalid(format!(
+                "both a vocabulary map and the screening head {} are set; decode with one of them",
+                screen.name()
+            )))
+            }
+            (Some(_), None) => Output::Shortlists {
                 lists: &lists,
                 of_sentence: &of_sentence,
             },
-            None => Output::Full,
+            (None, Some(screen)) => Output::Screened(screen),
+            (None, None) => Output::Full,
         };
         profile.output += lap(&mut clock);
 
@@ -233,7 +240,7 @@ impl Translator {
                 for (row, top) in tops.iter().enumerate().take(end).skip(r) {
                     for sc in top.as_slice() {
                         let lp = sc.logit as f64 - log_z[row];
-                        let id = output.word(s, sc.id as usize);
+                        let id = output.word(scratch.list[row], sc.id as usize);
                         cands.push((hyps[row].log_prob + lp, row, id));
                     }
                 }

@@ -14,6 +14,7 @@ use fastsoftmax_infer::{Error, Result, Vocab};
 
 use crate::artifact::{NmtSpec, NmtWeights, Precision};
 use crate::beam::VmapScope;
+use crate::screen::Screen;
 use crate::vmap::Shortlister;
 
 /// A weight matrix of the engine `[n, d]` with its bias, as the artifact stores it: f32
@@ -135,6 +136,8 @@ pub struct Translator {
     precision: Precision,
     /// The vocabulary map beam search decodes with, if any.
     vmap: Option<(Shortlister, VmapScope)>,
+    /// The screening head beam search decodes with, if any.
+    screen: Option<Screen>,
 }
 
 /// What the decoder attends to for one sentence.
@@ -203,6 +206,14 @@ pub struct Scratch {
     pub offsets: Vec<usize>,
     /// Per row: the source position with the most attention this step.
     pub attended: Vec<u32>,
+    /// Per row: the shortlist (vocabulary map) or route (screening head) its logits score;
+    /// see [`Output::word`].
+    pub list: Vec<u32>,
+    /// Screening: per row its route scores `[n, r]`, the rows in route order and their `h̃`.
+    route_scores: Vec<f32>,
+    order: Vec<(u32, u32)>,
+    gathered: Vec<f32>,
+    group_logits: Vec<f32>,
 }
 
 impl Scratch {
@@ -212,13 +223,21 @@ impl Scratch {
     }
 }
 
-/// The output rows of a vocabulary-map shortlist: target ids (sorted) and their weight rows
-/// and biases gathered into one packed matrix.
+/// The output rows of a vocabulary-map shortlist (or of a screening head's route): target ids
+/// (sorted) and their weight rows and biases gathered into one packed matrix.
 pub struct Shortlist {
     matrix: Matrix,
 }
 
 impl Shortlist {
+    /// A shortlist with its own rows `[n, d]` and biases `[n]` for the target `ids` (sorted,
+    /// distinct): a DS expert's retrained rows.
+    pub(crate) fn from_rows(rows: &[f32], bias: &[f32], d: usize, ids: Vec<u32>) -> Shortlist {
+        Shortlist {
+            matrix: Matrix::F32(PackedMatrix::new(rows, bias, d, Some(ids))),
+        }
+    }
+
     /// Target ids, sorted and distinct, all below the vocabulary size.
     pub fn ids(&self) -> impl Iterator<Item = u32> + '_ {
         (0..self.matrix.n_rows()).map(|r| self.matrix.id(r))
@@ -249,15 +268,20 @@ pub enum Output<'a> {
         lists: &'a [Shortlist],
         of_sentence: &'a [usize],
     },
+    /// Each row scores the set of the route a screening head sends its `h̃` to.
+    Screened(&'a Screen),
+    /// Nothing: the step only moves the rows (teacher-forced contexts).
+    Skip,
 }
 
 impl Output<'_> {
-    /// The target id of logit `j` of a row of sentence `s`.
+    /// The target id of logit `j` of a row whose [`Scratch::list`] entry is `list`.
     #[inline]
-    pub fn word(&self, s: usize, j: usize) -> u32 {
+    pub fn word(&self, list: u32, j: usize) -> u32 {
         match self {
-            Output::Full => j as u32,
-            Output::Shortlists { lists, of_sentence } => lists[of_sentence[s]].word(j),
+            Output::Full | Output::Skip => j as u32,
+            Output::Shortlists { lists, .. } => lists[list as usize].word(j),
+            Output::Screened(screen) => screen.set(list as usize).word(j),
         }
     }
 }
@@ -357,6 +381,7 @@ impl Translator {
             src_vocab: w.src_vocab,
             tgt_vocab: w.tgt_vocab,
             vmap: None,
+            screen: None,
         })
     }
 
@@ -385,6 +410,41 @@ impl Translator {
     /// The vocabulary map in use, if any.
     pub fn vocab_map(&self) -> Option<(&Shortlister, VmapScope)> {
         self.vmap.as_ref().map(|(m, s)| (m, *s))
+    }
+
+    /// Decode with a screening head (`None`: score every target word); see [`Screen`].
+    pub fn set_screen(&mut self, screen: Option<Screen>) {
+        self.screen = screen;
+    }
+
+    /// The screening head in use, if any.
+    pub fn screen(&self) -> Option<&Screen> {
+        self.screen.as_ref()
+    }
+
+    /// The output layer as the exact head `[V, A]` that softmax heads are trained for and
+    /// fingerprinted against: the f32 rows, or an int8 translator's rows dequantized
+    /// (`quantize` re-binds the f32 model's heads to them); `None` for int16.
+    pub fn output_head(&self) -> Option<fastsoftmax_infer::FullHead> {
+        let (rows, bias, d): (Vec<f32>, Vec<f32>, usize) = match &self.output {
+            Matrix::F32(m) => (
+                (0..m.n_rows()).flat_map(|i| m.row(i)).collect(),
+                (0..m.n_rows()).map(|i| m.bias(i)).collect(),
+                m.dim(),
+            ),
+            Matrix::Int8(m) => (
+                (0..m.n_rows())
+                    .flat_map(|i| {
+                        let s = m.inv_scale(i);
+                        m.row_q(i).into_iter().map(move |q| q as f32 * s)
+                    })
+                    .collect(),
+                (0..m.n_rows()).map(|i| m.bias(i)).collect(),
+                m.dim(),
+            ),
+            Matrix::Int16(_) => return None,
+        };
+        fastsoftmax_infer::FullHead::new(&rows, &bias, d).ok()
     }
 
     /// The output rows of the target ids `ids` (sorted, distinct, in the vocabulary).
@@ -606,7 +666,14 @@ impl Translator {
         profile.attention += lap(&mut clock);
         scratch.offsets.clear();
         scratch.offsets.push(0);
+        scratch.list.clear();
+        scratch.list.resize(n, 0);
         match output {
+            Output::Skip => {
+                scratch.logits.clear();
+                scratch.offsets.resize(n + 1, 0);
+                return;
+            }
             Output::Full => {
                 scratch.logits.resize(n * v, 0.0);
                 self.output.logits_batch(&rows.feed, &mut scratch.logits);
@@ -626,17 +693,75 @@ impl Translator {
                         &rows.feed[r * a..end * a],
                         &mut scratch.logits[off..off + (end - r) * c],
                     );
-                    for _ in r..end {
+                    for row in r..end {
+                        scratch.list[row] = list_of(r) as u32;
                         off += c;
                         scratch.offsets.push(off);
                     }
                     r = end;
                 }
             }
+            Output::Screened(screen) => {
+                self.screened_logits(screen, &rows.feed, scratch);
+                profile.output_logits += (n * screen.n_routes()) as u64;
+            }
         }
         profile.output += lap(&mut clock);
         profile.output_rows += n as u64;
         profile.output_logits += scratch.logits.len() as u64;
+    }
+
+    /// Every row's logits over the set of its route (`feed` is `[n, A]`): the routes score
+    /// all rows in one product; the rows are then grouped by route so each set's rows stream
+    /// once for all the rows sent to it, and the logits are copied back in row order. A gated
+    /// head (DS) scales each row's logits by its gate weight.
+    fn screened_logits(&self, screen: &Screen, feed: &[f32], scratch: &mut Scratch) {
+        let a = self.spec.d_attn;
+        let n = feed.len() / a;
+        let r = screen.n_routes();
+        scratch.route_scores.resize(n * r, 0.0);
+        screen
+            .routes()
+            .logits_batch(feed, &mut scratch.route_scores);
+        let mut gates = Vec::with_capacity(n);
+        for (row, scores) in scratch.route_scores.chunks_exact(r).enumerate() {
+            let (route, gate) = crate::screen::route_and_gate(scores);
+            scratch.list[row] = route as u32;
+            gates.push(gate);
+        }
+        let mut off = 0;
+        for row in 0..n {
+            off += screen.set(scratch.list[row] as usize).len();
+            scratch.offsets.push(off);
+        }
+        scratch.logits.resize(off, 0.0);
+        scratch.order.clear();
+        scratch
+            .order
+            .extend((0..n as u32).map(|row| (scratch.list[row as usize], row)));
+        scratch.order.sort_unstable();
+        for run in scratch.order.chunk_by(|x, y| x.0 == y.0) {
+            let set = screen.set(run[0].0 as usize);
+            let c = set.len();
+            scratch.gathered.clear();
+            for &(_, row) in run {
+                let row = row as usize;
+                scratch
+                    .gathered
+                    .extend_from_slice(&feed[row * a..(row + 1) * a]);
+            }
+            scratch.group_logits.resize(run.len() * c, 0.0);
+            set.matrix
+                .logits_batch(&scratch.gathered, &mut scratch.group_logits);
+            for (i, &(_, row)) in run.iter().enumerate() {
+                let row = row as usize;
+                let dst = &mut scratch.logits[scratch.offsets[row]..scratch.offsets[row + 1]];
+                dst.copy_from_slice(&scratch.group_logits[i * c..(i + 1) * c]);
+                if screen.gated() {
+                    dst.iter_mut().for_each(|x| *x *= gates[row]);
+                }
+            }
+        }
     }
 
     /// Teacher forcing for one sentence (export parity checks): the logits `[T, V]` after each
@@ -665,5 +790,52 @@ impl Translator {
             out.push(scratch.logits.clone());
         }
         Ok(out)
+    }
+
+    /// Teacher forcing over a batch of `(source, target)` id pairs (sources end with `<eos>`,
+    /// targets with `<eos>`): each decoder context `h̃` `[N, A]` and the reference word it
+    /// predicts `[N]`, step by step (the decoder reads `<eos>`, then the reference so far).
+    /// These are the contexts a softmax head for the translator is trained on.
+    pub fn forced_contexts(&self, pairs: &[(&[u32], &[u32])]) -> Result<(Vec<f32>, Vec<u32>)> {
+        let (a, v) = (self.spec.d_attn, self.spec.tgt_vocab_size);
+        if let Some(&bad) = pairs.iter().flat_map(|p| p.1).find(|&&y| y as usize >= v) {
+            return Err(Error::Invalid(format!(
+                "target id {bad} is outside the target vocabulary of {v} words"
+            )));
+        }
+        // Longest target first: the sentences still running at step t are a prefix.
+        let mut order: Vec<usize> = (0..pairs.len())
+            .filter(|&i| !pairs[i].1.is_empty())
+            .collect();
+        order.sort_by_key(|&i| std::cmp::Reverse(pairs[i].1.len()));
+        let srcs: Vec<&[u32]> = order.iter().map(|&i| pairs[i].0).collect();
+        let tgts: Vec<&[u32]> = order.iter().map(|&i| pairs[i].1).collect();
+        let encoded = self.encode_batch(&srcs)?;
+        let mut rows = self.initial_rows(&encoded);
+        let (mut scratch, mut profile) = (Scratch::default(), Profile::default());
+        let (mut hs, mut next) = (Vec::new(), Vec::new());
+        let eos = self.tgt_vocab.eos();
+        for t in 0..tgts.first().map_or(0, |y| y.len()) {
+            let m = tgts.partition_point(|y| y.len() > t);
+            if m < rows.len() {
+                let keep: Vec<usize> = (0..m).collect();
+                rows = rows.gather(&keep, self.spec.d_hidden, a);
+            }
+            let prev: Vec<u32> = tgts[..m]
+                .iter()
+                .map(|y| if t == 0 { eos } else { y[t - 1] })
+                .collect();
+            self.step(
+                &prev,
+                &mut rows,
+                &encoded,
+                Output::Skip,
+                &mut scratch,
+                &mut profile,
+            );
+            hs.extend_from_slice(&rows.feed);
+            next.extend(tgts[..m].iter().map(|y| y[t]));
+        }
+        Ok((hs, next))
     }
 }

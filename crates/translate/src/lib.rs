@@ -7,15 +7,19 @@
 //! - [`bleu`]: corpus BLEU as sacreBLEU computes it by default.
 //! - [`align`], [`vmap`]: word alignment and the vocabulary map built from it, which cuts the
 //!   output layer to the words a sentence's source n-grams can bring.
+//! - [`screen`]: L2S and DS-Softmax heads inside beam search, each row scoring only the words
+//!   of the route its context is sent to.
 
 pub mod align;
 pub mod artifact;
 pub mod beam;
 pub mod bleu;
 pub mod engine;
+pub mod screen;
 pub mod text;
 pub mod vmap;
 
 pub use beam::{SearchOptions, Source, Translation, VmapScope};
 pub use engine::{Profile, Translator};
+pub use screen::Screen;
 pub use vmap::{Shortlister, VmapConfig, VocabMap};

@@ -1,7 +1,8 @@
-//! `NAME+int8`: a trained L2S head served with int8 candidate rows. The cluster is chosen in
-//! f32 as by [`L2sHead`]; the cluster's candidates are scanned on int8 rows (one scale per row,
-//! AVX-512 VNNI), and their best [`RESCORED`] re-scored in f32, so the answer is the f32 head's
-//! unless a word of its top-k fell below the int8 scan's best `RESCORED`.
+//! `NAME+int8`: a trained L2S head served with int8 rows. The cluster is chosen on int8 cluster
+//! vectors, the cluster's candidates are scanned on int8 rows (one scale per row, AVX-512
+//! VNNI), and their best `max(2k, 10)` (at most [`RESCORED`]) re-scored in f32, so the answer
+//! is the f32 head's unless quantization moved a context to another cluster or a word of its
+//! top-k fell below the int8 scan's best.
 
 use std::cell::RefCell;
 
@@ -11,24 +12,46 @@ use crate::heads::full::FullHead;
 use crate::heads::l2s::L2sHead;
 use crate::kernels::rows::ExactRows;
 use crate::kernels::Int8Matrix;
-use crate::topk::TopK;
+use crate::topk::{TopK, K_MAX};
 
-/// Candidates of the int8 scan re-scored in f32 (at least `k`).
-pub const RESCORED: usize = 20;
+/// Candidates of the int8 scan re-scored in f32 for a top-[`K_MAX`] query: `max(2k, 10)`.
+pub const RESCORED: usize = 2 * K_MAX;
+
+fn rescored(k: usize) -> usize {
+    (2 * k).max(10)
+}
+
+/// Index of the first largest score.
+fn first_max(scores: &[f32]) -> usize {
+    (0..scores.len()).fold(0, |b, t| if scores[t] > scores[b] { t } else { b })
+}
 
 #[derive(Debug, Clone)]
 pub struct L2sInt8Head {
     name: String,
     l2s: L2sHead,
+    /// `[r, d]` the cluster vectors in int8.
+    routes: Int8Matrix,
     /// Per cluster: its candidate rows in int8, ids = word ids.
     sets: Vec<Int8Matrix>,
     /// The output layer's rows in f32, for re-scoring.
     exact: ExactRows,
 }
 
+/// Buffers reused across queries.
+#[derive(Default)]
+struct Scratch {
+    /// The int8 scan's candidates per context, and their ids.
+    cands: Vec<TopK>,
+    ids: Vec<u32>,
+    /// A batch's contexts of one cluster `[m, d]`.
+    gathered: Vec<f32>,
+    /// Cluster scores `[n, r]`.
+    scores: Vec<f32>,
+}
+
 thread_local! {
-    /// The int8 scan's candidates, their ids, and a batch's grouping, reused across queries.
-    static SCRATCH: RefCell<(Vec<TopK>, Vec<u32>, Vec<f32>)> = RefCell::default();
+    static SCRATCH: RefCell<Scratch> = RefCell::default();
 }
 
 impl L2sInt8Head {
@@ -44,8 +67,10 @@ impl L2sInt8Head {
                 Int8Matrix::new(&rows, &bias, d, Some(ids))
             })
             .collect();
+        let r = l2s.n_clusters();
         Ok(L2sInt8Head {
             name: format!("{}+int8", l2s.name()),
+            routes: Int8Matrix::new(&l2s.cluster_vectors(), &vec![0.0; r], d, None),
             exact: ExactRows::new(m, None),
             l2s,
             sets,
@@ -55,6 +80,25 @@ impl L2sInt8Head {
     /// `l2s+int8` → `l2s`: the trained head the name serves in int8.
     pub fn parse_name(name: &str) -> Option<&str> {
         name.strip_suffix("+int8").filter(|base| !base.is_empty())
+    }
+
+    /// The cluster of each context of `hs` `[n, d]`, by the int8 cluster vectors, as
+    /// `(cluster, context)` pairs sorted by cluster.
+    fn route(&self, hs: &[f32], order: &mut Vec<(usize, usize)>) {
+        let r = self.routes.n_rows();
+        SCRATCH.with(|s| {
+            let scores = &mut s.borrow_mut().scores;
+            scores.resize(hs.len() / self.dim() * r, 0.0);
+            self.routes.logits_batch(hs, scores);
+            order.clear();
+            order.extend(
+                scores
+                    .chunks_exact(r)
+                    .enumerate()
+                    .map(|(i, row)| (first_max(row), i)),
+            );
+        });
+        order.sort_unstable();
     }
 
     /// The contexts `idx` of `hs`, all routed to cluster `t`: int8 scan, then f32 re-scoring.
@@ -68,9 +112,14 @@ impl L2sInt8Head {
             }
             return;
         }
-        let m = RESCORED.max(k);
+        let m = rescored(k);
         SCRATCH.with(|s| {
-            let (cands, ids, gathered) = &mut *s.borrow_mut();
+            let Scratch {
+                cands,
+                ids,
+                gathered,
+                ..
+            } = &mut *s.borrow_mut();
             gathered.clear();
             for &i in idx {
                 gathered.extend_from_slice(&hs[i * d..(i + 1) * d]);
@@ -103,18 +152,19 @@ impl SoftmaxHead for L2sInt8Head {
     }
 
     fn top_k_into(&self, h: &[f32], k: usize, out: &mut TopK) {
-        let t = self.l2s.cluster_of(h);
+        let t = SCRATCH.with(|s| {
+            let scores = &mut s.borrow_mut().scores;
+            scores.resize(self.routes.n_rows(), 0.0);
+            self.routes.logits_batch(h, scores);
+            first_max(scores)
+        });
         self.answer(t, h, &[0], k, std::slice::from_mut(out));
     }
 
     /// Groups the batch by cluster so each cluster's int8 rows stream once for its queries.
     fn top_k_batch(&self, hs: &[f32], k: usize, out: &mut [TopK]) {
-        let mut order: Vec<(usize, usize)> = hs
-            .chunks_exact(self.dim())
-            .enumerate()
-            .map(|(i, h)| (self.l2s.cluster_of(h), i))
-            .collect();
-        order.sort_unstable();
+        let mut order = Vec::with_capacity(out.len());
+        self.route(hs, &mut order);
         let mut idx = Vec::with_capacity(order.len());
         for run in order.chunk_by(|a, b| a.0 == b.0) {
             idx.clear();
