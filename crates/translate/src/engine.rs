@@ -209,8 +209,10 @@ pub struct Scratch {
     /// Per row: the shortlist (vocabulary map) or route (screening head) its logits score;
     /// see [`Output::word`].
     pub list: Vec<u32>,
-    /// Screening: per row its route scores `[n, r]`, the rows in route order and their `h̃`.
+    /// Screening: per row its route scores `[n, r]` and gate weight, the rows in route order
+    /// and their `h̃`.
     route_scores: Vec<f32>,
+    gates: Vec<f32>,
     order: Vec<(u32, u32)>,
     gathered: Vec<f32>,
     group_logits: Vec<f32>,
@@ -723,11 +725,11 @@ impl Translator {
         screen
             .routes()
             .logits_batch(feed, &mut scratch.route_scores);
-        let mut gates = Vec::with_capacity(n);
+        scratch.gates.clear();
         for (row, scores) in scratch.route_scores.chunks_exact(r).enumerate() {
             let (route, gate) = crate::screen::route_and_gate(scores);
             scratch.list[row] = route as u32;
-            gates.push(gate);
+            scratch.gates.push(gate);
         }
         let mut off = 0;
         for row in 0..n {
@@ -758,7 +760,7 @@ impl Translator {
                 let dst = &mut scratch.logits[scratch.offsets[row]..scratch.offsets[row + 1]];
                 dst.copy_from_slice(&scratch.group_logits[i * c..(i + 1) * c]);
                 if screen.gated() {
-                    dst.iter_mut().for_each(|x| *x *= gates[row]);
+                    dst.iter_mut().for_each(|x| *x *= scratch.gates[row]);
                 }
             }
         }
