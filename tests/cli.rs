@@ -1,20 +1,11 @@
 //! End-to-end: the CLI trains a tiny model on a fixture text, then eval, bench and predict run
 //! on it; bad input gets errors that say what to do.
 
-use std::path::Path;
-use std::process::Command;
+mod common;
 
-fn cli(args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_fastsoftmax"))
-        .args(args)
-        .output()
-        .expect("run the fastsoftmax binary");
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+use std::path::Path;
+
+use common::cli;
 
 fn write_fixture(dir: &Path) {
     let sentences = [

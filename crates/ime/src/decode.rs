@@ -1,0 +1,256 @@
+//! Viterbi beam decoding over the lattice, one kana at a time (the paper's section 3).
+//!
+//! `frames[t]` holds the best `B` hypotheses covering the first `t` kana, each with its
+//! language-model state. A new kana adds `D_t` to the lattice; every node `(i → t, w)` extends
+//! every hypothesis of `frames[i]` by `ln p(w | state)`; the best `B` form `frames[t]`, and their
+//! states advance by `w` in one batch. Backspace drops the last frame, so the earlier frames
+//! are never recomputed.
+
+use std::collections::HashMap;
+
+use crate::lattice::{Lattice, Lexicon, Node, NodeKind};
+
+/// A language model as the decoder drives it. `&mut self` lets a scorer keep caches and timers.
+pub trait Scorer {
+    type State: Clone;
+    /// The state before the first word (after the sentence start, or after text converted
+    /// before).
+    fn initial(&mut self) -> Self::State;
+    /// `out[k] = ln p(words[k] | state)`.
+    fn log_probs(&mut self, state: &Self::State, words: &[u32], out: &mut [f32]);
+    /// The state after each `(state, word)`, computed as one batch.
+    fn advance(&mut self, from: &[(&Self::State, u32)]) -> Vec<Self::State>;
+    /// The end-of-sentence word, scored after the last kana.
+    fn end(&self) -> u32;
+}
+
+/// How words outside the LM's vocabulary are scored: through `<unk>` plus a character model of
+/// their display (`ln p(c)` per character, a floor for unseen characters, and an end term).
+#[derive(Debug, Clone)]
+pub struct Spelling {
+    pub unk: u32,
+    pub log_p_char: HashMap<char, f32>,
+    /// `ln p` of a character the model never saw.
+    pub unseen: f32,
+    /// `ln p(end of word)`.
+    pub end: f32,
+}
+
+impl Spelling {
+    /// A character model of `words` (`(display, count)`, the words the LM reads as `<unk>`):
+    /// `p(c)` by count (add-one over the characters seen), a geometric length with the mean
+    /// of these words.
+    pub fn estimate<'a>(unk: u32, words: impl IntoIterator<Item = (&'a str, u64)>) -> Self {
+        let mut chars: HashMap<char, u64> = HashMap::new();
+        let (mut n_chars, mut n_words) = (0u64, 0u64);
+        for (display, count) in words {
+            for c in display.chars() {
+                *chars.entry(c).or_default() += count;
+                n_chars += count;
+            }
+            n_words += count;
+        }
+        let total = (n_chars + chars.len() as u64 + 1) as f32;
+        let p_end = (n_words.max(1) as f32 / (n_chars + n_words).max(1) as f32).min(0.99);
+        let cont = (1.0 - p_end).ln();
+        Spelling {
+            unk,
+            log_p_char: chars
+                .into_iter()
+                .map(|(c, n)| (c, ((n + 1) as f32 / total).ln() + cont))
+                .collect(),
+            unseen: (1.0 / total).ln() + cont,
+            end: p_end.ln(),
+        }
+    }
+
+    /// `ln p(display)` under the character model.
+    pub fn log_prob(&self, display: &str) -> f32 {
+        display
+            .chars()
+            .map(|c| self.log_p_char.get(&c).copied().unwrap_or(self.unseen))
+            .sum::<f32>()
+            + self.end
+    }
+}
+
+#[derive(Debug, Clone)]
+struct Hyp<S> {
+    score: f32,
+    state: S,
+    /// Frame and hypothesis extended, and the node (index into the lattice's `ends[t − 1]`).
+    back: Option<(usize, usize, usize)>,
+}
+
+/// One conversion candidate.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Candidate {
+    /// The words' displays joined.
+    pub text: String,
+    /// `(display, reading)` per word.
+    pub words: Vec<(String, String)>,
+    /// `ln p` of the path, end of sentence included.
+    pub score: f32,
+}
+
+/// The converter's search state for the kana typed so far.
+pub struct Decoder<S: Scorer> {
+    beam: usize,
+    spelling: Spelling,
+    lattice: Lattice,
+    frames: Vec<Vec<Hyp<S::State>>>,
+}
+
+impl<S: Scorer> Decoder<S> {
+    /// An empty input; `beam` hypotheses per frame (the paper: 10).
+    pub fn new(scorer: &mut S, beam: usize, spelling: Spelling) -> Self {
+        Self::with_lattice(scorer, beam, spelling, Lattice::new())
+    }
+
+    /// As [`Decoder::new`], over `lattice` (empty; e.g. [`Lattice::with_katakana`]).
+    pub fn with_lattice(scorer: &mut S, beam: usize, spelling: Spelling, lattice: Lattice) -> Self {
+        let start = Hyp {
+            score: 0.0,
+            state: scorer.initial(),
+            back: None,
+        };
+        Decoder {
+            beam: beam.max(1),
+            spelling,
+            lattice,
+            frames: vec![vec![start]],
+        }
+    }
+
+    pub fn lattice(&self) -> &Lattice {
+        &self.lattice
+    }
+
+    /// Adds one kana: its lattice nodes, then `frames[t]`.
+    pub fn push(&mut self, kana: char, lexicon: &Lexicon, scorer: &mut S) {
+        self.lattice.push(kana, lexicon);
+        let t = self.lattice.len();
+        let nodes = self.lattice.ending_at(t);
+        // (score, frame, hyp, node, lm id), best `beam` kept.
+        let mut cands: Vec<(f32, usize, usize, usize, u32)> = Vec::new();
+        let mut words = Vec::new();
+        let mut extra = Vec::new();
+        let mut lp = Vec::new();
+        // Nodes by start frame, so each hypothesis scores all its words in one call.
+        let mut starts: Vec<usize> = nodes.iter().map(|n| n.start).collect();
+        starts.sort_unstable();
+        starts.dedup();
+        for &start in &starts {
+            words.clear();
+            extra.clear();
+            let of_start: Vec<usize> = (0..nodes.len())
+                .filter(|&k| nodes[k].start == start)
+                .collect();
+            for &k in &of_start {
+                let (id, e) = self.word_of(&nodes[k], lexicon);
+                words.push(id);
+                extra.push(e);
+            }
+            lp.resize(words.len(), 0.0);
+            for (j, hyp) in self.frames[start].iter().enumerate() {
+                scorer.log_probs(&hyp.state, &words, &mut lp);
+                for (w, &k) in of_start.iter().enumerate() {
+                    let score = hyp.score + lp[w] + extra[w];
+                    if score.is_finite() {
+                        cands.push((score, start, j, k, words[w]));
+                    }
+                }
+            }
+        }
+        // Best first; ties keep the earlier candidate.
+        cands.sort_by(|a, b| b.0.total_cmp(&a.0));
+        cands.truncate(self.beam);
+        let from: Vec<(&S::State, u32)> = cands
+            .iter()
+            .map(|&(_, f, j, _, id)| (&self.frames[f][j].state, id))
+            .collect();
+        let states = scorer.advance(&from);
+        let frame = cands
+            .iter()
+            .zip(states)
+            .map(|(&(score, f, j, k, _), state)| Hyp {
+                score,
+                state,
+                back: Some((f, j, k)),
+            })
+            .collect();
+        self.frames.push(frame);
+    }
+
+    /// Removes the last kana (backspace): the lattice and the hypotheses roll back.
+    pub fn pop(&mut self) -> Option<char> {
+        if self.lattice.is_empty() {
+            return None;
+        }
+        self.frames.pop();
+        self.lattice.pop()
+    }
+
+    /// The LM id and extra score of a node.
+    fn word_of(&self, node: &Node, lexicon: &Lexicon) -> (u32, f32) {
+        match &node.kind {
+            NodeKind::Word(id) => {
+                let w = lexicon.word(*id);
+                (w.lm_id, w.extra)
+            }
+            NodeKind::Passthrough(c) => {
+                let mut buf = [0u8; 4];
+                (
+                    self.spelling.unk,
+                    self.spelling.log_prob(c.encode_utf8(&mut buf)),
+                )
+            }
+            NodeKind::Katakana(k) => (self.spelling.unk, self.spelling.log_prob(k)),
+        }
+    }
+
+    /// The `n` best distinct conversions of the whole input, best first (end of sentence
+    /// scored). Empty input gives no candidates.
+    pub fn n_best(&self, n: usize, lexicon: &Lexicon, scorer: &mut S) -> Vec<Candidate> {
+        let t = self.lattice.len();
+        if t == 0 {
+            return Vec::new();
+        }
+        let end = scorer.end();
+        let mut lp = [0.0f32];
+        let mut finals: Vec<(f32, usize)> = self.frames[t]
+            .iter()
+            .enumerate()
+            .map(|(j, h)| {
+                scorer.log_probs(&h.state, &[end], &mut lp);
+                (h.score + lp[0], j)
+            })
+            .collect();
+        finals.sort_by(|a, b| b.0.total_cmp(&a.0));
+        let mut out: Vec<Candidate> = Vec::new();
+        for (score, j) in finals {
+            let words = self.path(t, j, lexicon);
+            let text: String = words.iter().map(|(d, _)| d.as_str()).collect();
+            if out.iter().all(|c| c.text != text) {
+                out.push(Candidate { text, words, score });
+                if out.len() == n {
+                    break;
+                }
+            }
+        }
+        out
+    }
+
+    /// `(display, reading)` of the words of hypothesis `j` of frame `t`, first word first.
+    fn path(&self, mut t: usize, mut j: usize, lexicon: &Lexicon) -> Vec<(String, String)> {
+        let mut words = Vec::new();
+        while let Some((f, prev, k)) = self.frames[t][j].back {
+            let node = &self.lattice.ending_at(t)[k];
+            let reading: String = self.lattice.kana()[node.start..t].iter().collect();
+            words.push((Lattice::display(node, lexicon).into_owned(), reading));
+            (t, j) = (f, prev);
+        }
+        words.reverse();
+        words
+    }
+}

@@ -1,0 +1,340 @@
+//! Interpolated modified Kneser–Ney n-gram models (Chen & Goodman 1998; KenLM's estimation):
+//! the IME paper's n-gram baselines (its Table 1), estimated here from word ids.
+//!
+//! - The highest order counts n-grams; every lower order counts *continuations*: the number of
+//!   distinct words seen before the n-gram (n-grams that start a sentence keep their own count,
+//!   since nothing can precede them).
+//! - Each order has three discounts `D1, D2, D3+` from its count-of-counts `t1..t4`:
+//!   `Y = t1 / (t1 + 2 t2)`, `Dk = k − (k + 1) Y t(k+1) / tk`.
+//! - `p(w | h) = (a(hw) − D(a(hw))) / a(h·) + γ(h) p(w | h')` with
+//!   `γ(h) = (D1 N1(h·) + D2 N2(h·) + D3+ N3+(h·)) / a(h·)`, where `h'` drops the oldest word,
+//!   and the unigrams interpolate with the uniform distribution over the vocabulary. A history
+//!   never seen at an order passes straight to the next lower one.
+//!
+//! Sentences are scored from a start symbol (only ever a history) to an end symbol (predicted).
+
+use std::collections::{HashMap, HashSet};
+
+use fastsoftmax_infer::{Error, Result};
+
+use crate::decode::Scorer;
+
+/// Bits per word id in a packed n-gram key (3 × 21 bits fit a `u64`).
+const ID_BITS: u32 = 21;
+/// Longest n-gram.
+pub const MAX_ORDER: usize = 3;
+
+fn key(ids: &[u32]) -> u64 {
+    ids.iter().fold(0u64, |k, &w| (k << ID_BITS) | w as u64)
+}
+
+/// One order's discounted n-gram probabilities and back-off weights.
+#[derive(Debug, Clone, Default)]
+struct Order {
+    /// `[D1, D2, D3+]`
+    discounts: [f64; 3],
+    /// n-gram → `(a(hw) − D) / a(h·)`.
+    ngrams: HashMap<u64, f32>,
+    /// history → `γ(h)`.
+    histories: HashMap<u64, f32>,
+}
+
+/// An interpolated modified Kneser–Ney model over word ids `0..vocab_size`.
+#[derive(Debug, Clone)]
+pub struct KneserNey {
+    vocab_size: usize,
+    start: u32,
+    /// `orders[n - 1]` holds the n-grams.
+    orders: Vec<Order>,
+}
+
+/// The discounts of one order from its count-of-counts `t[k] = #n-grams with count k + 1`.
+/// Tiny corpora can leave a `tk` at zero, where the formula breaks down: a discount that is not
+/// in `[0, k]` falls back to `k / 2` (absolute discounting's usual constant scaled per count).
+fn discounts(t: [u64; 4]) -> [f64; 3] {
+    let t = t.map(|x| x as f64);
+    let y = t[0] / (t[0] + 2.0 * t[1]);
+    std::array::from_fn(|i| {
+        let k = (i + 1) as f64;
+        let d = k - (k + 1.0) * y * t[i + 1] / t[i];
+        if d.is_finite() && d > 0.0 && d <= k {
+            d
+        } else {
+            k / 2.0
+        }
+    })
+}
+
+impl KneserNey {
+    /// Estimates an `order`-gram model (1 ≤ order ≤ [`MAX_ORDER`]) from `sentences` of word ids.
+    /// `start` is the sentence-start history symbol and `end` the end symbol appended to every
+    /// sentence; both must be ids below `vocab_size`.
+    pub fn estimate(
+        sentences: &[Vec<u32>],
+        order: usize,
+        vocab_size: usize,
+        start: u32,
+        end: u32,
+    ) -> Result<Self> {
+        if !(1..=MAX_ORDER).contains(&order) {
+            return Err(Error::Invalid(format!(
+                "n-gram order {order} is not supported: use 1, 2 or 3"
+            )));
+        }
+        if vocab_size == 0 || vocab_size >= 1 << ID_BITS {
+            return Err(Error::Invalid(format!(
+                "vocabulary of {vocab_size} words: n-gram models take 1 to {} words",
+                (1u32 << ID_BITS) - 1
+            )));
+        }
+        let valid = |w: u32| (w as usize) < vocab_size;
+        if !valid(start) || !valid(end) {
+            return Err(Error::Invalid(
+                "start or end symbol outside the vocabulary".into(),
+            ));
+        }
+        // Raw counts of the highest order and of every n-gram that starts a sentence (which
+        // keeps its raw count at every order); continuation counts of the lower orders. Keys
+        // are packed ids: n-grams of one order all have the same length, so packing is unique.
+        let mut counts: Vec<HashMap<u64, u64>> = vec![HashMap::new(); order];
+        // Per suffix length: the (left word + suffix) extensions seen.
+        let mut seen_extension: Vec<HashSet<u64>> = vec![HashSet::new(); order];
+        let mut seq = Vec::new();
+        for (n, s) in sentences.iter().enumerate() {
+            if let Some(&w) = s.iter().find(|&&w| !valid(w)) {
+                return Err(Error::Invalid(format!(
+                    "sentence {n} has word id {w}, outside the vocabulary of {vocab_size}"
+                )));
+            }
+            seq.clear();
+            seq.push(start);
+            seq.extend_from_slice(s);
+            seq.push(end);
+            for i in 1..seq.len() {
+                // The longest n-gram ending at i (shorter at the sentence start).
+                let first = i.saturating_sub(order - 1);
+                let gram = &seq[first..=i];
+                *counts[gram.len() - 1].entry(key(gram)).or_default() += 1;
+                // Every suffix of it: a lower-order n-gram continued by the word before it.
+                for j in first + 1..=i {
+                    let len = i + 1 - j;
+                    if seen_extension[len].insert(key(&seq[j - 1..=i])) {
+                        *counts[len - 1].entry(key(&seq[j..=i])).or_default() += 1;
+                    }
+                }
+            }
+        }
+        drop(seen_extension);
+        let orders = counts
+            .iter()
+            .map(|grams| {
+                let mut t = [0u64; 4];
+                for &c in grams.values() {
+                    if (1..=4).contains(&c) {
+                        t[c as usize - 1] += 1;
+                    }
+                }
+                let d = discounts(t);
+                let discount = |c: u64| d[(c.min(3) - 1) as usize];
+                // a(h·) and Σ_k Dk Nk(h·) per history (the n-gram key without its last word).
+                let mut per_history: HashMap<u64, (f64, f64)> = HashMap::new();
+                for (&g, &c) in grams {
+                    let e = per_history.entry(g >> ID_BITS).or_default();
+                    e.0 += c as f64;
+                    e.1 += discount(c);
+                }
+                Order {
+                    discounts: d,
+                    ngrams: grams
+                        .iter()
+                        .map(|(&g, &c)| {
+                            let total = per_history[&(g >> ID_BITS)].0;
+                            (g, ((c as f64 - discount(c)) / total) as f32)
+                        })
+                        .collect(),
+                    histories: per_history
+                        .iter()
+                        .map(|(&h, &(total, mass))| (h, (mass / total) as f32))
+                        .collect(),
+                }
+            })
+            .collect();
+        Ok(KneserNey {
+            vocab_size,
+            start,
+            orders,
+        })
+    }
+
+    pub fn order(&self) -> usize {
+        self.orders.len()
+    }
+
+    pub fn vocab_size(&self) -> usize {
+        self.vocab_size
+    }
+
+    /// The sentence-start symbol (a history only).
+    pub fn start(&self) -> u32 {
+        self.start
+    }
+
+    /// The discounts `[D1, D2, D3+]` of the `n`-grams.
+    pub fn discounts(&self, n: usize) -> [f64; 3] {
+        self.orders[n - 1].discounts
+    }
+
+    /// `p(w | history)`; only the last `order − 1` words of `history` count, and a history
+    /// that begins with the start symbol must hold it first.
+    pub fn prob(&self, history: &[u32], w: u32) -> f32 {
+        let n = self.orders.len();
+        let h = &history[history.len().saturating_sub(n - 1)..];
+        // Unigram level: interpolated with the uniform distribution.
+        let uni = &self.orders[0];
+        let mut p = uni.histories.get(&key(&[])).copied().unwrap_or(1.0) / self.vocab_size as f32
+            + uni.ngrams.get(&key(&[w])).copied().unwrap_or(0.0);
+        // Longer histories, shortest first.
+        let mut gram = Vec::with_capacity(n);
+        for len in 1..=h.len() {
+            let hist = &h[h.len() - len..];
+            let level = &self.orders[len];
+            let Some(&gamma) = level.histories.get(&key(hist)) else {
+                break;
+            };
+            gram.clear();
+            gram.extend_from_slice(hist);
+            gram.push(w);
+            p = level.ngrams.get(&key(&gram)).copied().unwrap_or(0.0) + gamma * p;
+        }
+        p
+    }
+
+    /// `ln p(w | history)`.
+    pub fn log_prob(&self, history: &[u32], w: u32) -> f32 {
+        self.prob(history, w).ln()
+    }
+}
+
+/// A [`KneserNey`] model as the decoder's [`Scorer`]: the state is the last `order − 1` words.
+pub struct KnScorer<'a> {
+    pub lm: &'a KneserNey,
+    /// The end-of-sentence word.
+    pub end: u32,
+}
+
+impl Scorer for KnScorer<'_> {
+    type State = Vec<u32>;
+
+    fn initial(&mut self) -> Vec<u32> {
+        vec![self.lm.start()]
+    }
+
+    fn log_probs(&mut self, state: &Vec<u32>, words: &[u32], out: &mut [f32]) {
+        for (o, &w) in out.iter_mut().zip(words) {
+            *o = self.lm.log_prob(state, w);
+        }
+    }
+
+    fn advance(&mut self, from: &[(&Vec<u32>, u32)]) -> Vec<Vec<u32>> {
+        let keep = self.lm.order() - 1;
+        from.iter()
+            .map(|&(h, w)| {
+                let mut next: Vec<u32> = h.iter().copied().chain([w]).collect();
+                next.drain(..next.len().saturating_sub(keep));
+                next
+            })
+            .collect()
+    }
+
+    fn end(&self) -> u32 {
+        self.end
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // Words: 0 = <s>/</s> (one symbol, as in the LSTM's data), 1 = a, 2 = b, 3 = c.
+    const S: u32 = 0;
+
+    fn corpus() -> Vec<Vec<u32>> {
+        vec![vec![1, 2], vec![1, 3], vec![2, 3], vec![1, 2, 3]]
+    }
+
+    /// Every history's distribution sums to one, seen or not, at every order.
+    #[test]
+    fn every_distribution_sums_to_one() {
+        for order in 1..=3 {
+            let lm = KneserNey::estimate(&corpus(), order, 4, S, S).unwrap();
+            for h in [
+                vec![],
+                vec![S],
+                vec![1],
+                vec![S, 1],
+                vec![1, 2],
+                vec![3, 3],
+                vec![2, 1],
+            ] {
+                let total: f32 = (0..4).map(|w| lm.prob(&h, w)).sum();
+                assert!(
+                    (total - 1.0).abs() < 1e-5,
+                    "order {order} history {h:?}: {total}"
+                );
+            }
+        }
+    }
+
+    /// The bigram model worked by hand.
+    ///
+    /// Sentences with their symbols: `<s> a b </s>`, `<s> a c </s>`, `<s> b c </s>`,
+    /// `<s> a b c </s>`; `</s>` and `<s>` are both word 0, `V = 4`.
+    ///
+    /// Bigram counts: `<s>a 3, <s>b 1, ab 2, ac 1, bc 2, b</s> 1, c</s> 3`; count-of-counts
+    /// `t = [3, 2, 2, 0]`, so `Y = 3/7`, `D1 = 1 − 2·(3/7)·(2/3) = 3/7`, `D2 = 2 − 3·(3/7)·(2/2)
+    /// = 5/7`, `D3+ = 3 − 4·(3/7)·(0/2) = 3`.
+    ///
+    /// Unigram continuation counts (distinct left neighbours): `a: {<s>} 1`, `b: {<s>, a} 2`,
+    /// `c: {a, b} 2`, `</s>: {b, c} 2`; `t = [1, 3, 0, 0]`, `Y = 1/7`, `D1 = 1 − 2·(1/7)·3 =
+    /// 1/7`, `D2 = 2 − 3·(1/7)·0/3 = 2`, `D3+ = 0/0` falls back to `1.5`. Total 7, discounted
+    /// mass `1/7 + 3·2 = 43/7`, so `γ() = 43/49`.
+    ///
+    /// `p_uni(a) = (1 − 1/7)/7 + (43/49)/4 = 6/49 + 43/196 = 67/196`.
+    /// `p_uni(b) = (2 − 2)/7 + 43/196 = 43/196`.
+    ///
+    /// History `a`: `a(a·) = 3` (ab 2, ac 1), mass `D2 + D1 = 8/7`, `γ(a) = 8/21`.
+    /// `p(b | a) = (2 − 5/7)/3 + (8/21)·(43/196) = 3/7 + 344/4116`.
+    /// `p(a | a) = 0 + (8/21)·(67/196) = 536/4116`.
+    #[test]
+    fn matches_the_hand_worked_bigram_model() {
+        let lm = KneserNey::estimate(&corpus(), 2, 4, S, S).unwrap();
+        let close = |got: f32, want: f64| {
+            assert!((got as f64 - want).abs() < 1e-6, "{got} against {want}");
+        };
+        let d2 = lm.discounts(2);
+        close(d2[0] as f32, 3.0 / 7.0);
+        close(d2[1] as f32, 5.0 / 7.0);
+        close(d2[2] as f32, 3.0);
+        assert_eq!(lm.discounts(1)[2], 1.5, "0/0 falls back to k/2");
+        close(lm.discounts(1)[0] as f32, 1.0 / 7.0);
+        close(lm.prob(&[], 1), 67.0 / 196.0);
+        close(lm.prob(&[], 2), 43.0 / 196.0);
+        close(lm.prob(&[1], 2), 3.0 / 7.0 + 344.0 / 4116.0);
+        close(lm.prob(&[1], 1), 536.0 / 4116.0);
+        // An unseen history backs off to the unigrams entirely.
+        let lm3 = KneserNey::estimate(&corpus(), 3, 4, S, S).unwrap();
+        close(lm3.prob(&[3, 3], 1), lm3.prob(&[3], 1) as f64);
+    }
+
+    #[test]
+    fn bad_settings_are_errors() {
+        let c = corpus();
+        assert!(KneserNey::estimate(&c, 4, 4, S, S).is_err());
+        assert!(KneserNey::estimate(&c, 0, 4, S, S).is_err());
+        assert!(
+            KneserNey::estimate(&c, 2, 3, S, S).is_err(),
+            "word 3 outside a vocabulary of 3"
+        );
+        assert!(KneserNey::estimate(&c, 2, 4, 9, S).is_err());
+    }
+}

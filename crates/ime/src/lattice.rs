@@ -1,0 +1,327 @@
+//! The lexicon (reading → words) and the word lattice over the kana typed so far.
+//!
+//! After `t` kana the lattice holds `D_t`, the paper's Eq. 1: every lexicon word whose reading
+//! is a suffix `x_i … x_t` of the input. A kana that no single-kana word displays as itself also
+//! gets a *passthrough* node (the kana as its own display), so every input has a path, whatever
+//! the lexicon lacks.
+
+use std::collections::HashMap;
+
+/// A word the lattice can place.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Word {
+    /// What the user sees when the word is chosen.
+    pub display: String,
+    /// The language model's id for it (`<unk>`'s for a word outside its vocabulary).
+    pub lm_id: u32,
+    /// `ln` of a score added to the LM's for this word: 0 for vocabulary words, the spelling
+    /// model's log-probability for words scored through `<unk>`.
+    pub extra: f32,
+}
+
+/// Readings (hiragana) → words.
+#[derive(Debug, Clone, Default)]
+pub struct Lexicon {
+    words: Vec<Word>,
+    by_reading: HashMap<String, Vec<u32>>,
+    /// Longest reading, in kana.
+    max_len: usize,
+}
+
+impl Lexicon {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds a word under `reading`; an identical (reading, display) pair is kept once, with the
+    /// first id and score.
+    pub fn insert(&mut self, reading: &str, word: Word) {
+        let ids = self.by_reading.entry(reading.to_string()).or_default();
+        if ids
+            .iter()
+            .any(|&i| self.words[i as usize].display == word.display)
+        {
+            return;
+        }
+        ids.push(self.words.len() as u32);
+        self.words.push(word);
+        self.max_len = self.max_len.max(reading.chars().count());
+    }
+
+    /// The words read as `reading`.
+    pub fn lookup(&self, reading: &str) -> impl Iterator<Item = (u32, &Word)> + '_ {
+        self.by_reading
+            .get(reading)
+            .into_iter()
+            .flatten()
+            .map(|&i| (i, &self.words[i as usize]))
+    }
+
+    pub fn word(&self, id: u32) -> &Word {
+        &self.words[id as usize]
+    }
+
+    /// Distinct (reading, display) entries.
+    pub fn len(&self) -> usize {
+        self.words.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.words.is_empty()
+    }
+
+    /// Distinct readings.
+    pub fn readings(&self) -> usize {
+        self.by_reading.len()
+    }
+
+    /// The longest reading, in kana: how far back a new kana's lookups reach.
+    pub fn max_reading(&self) -> usize {
+        self.max_len
+    }
+}
+
+/// Splits an LM word `display/reading` at its last `/`.
+pub fn split_word(word: &str) -> Option<(&str, &str)> {
+    let (display, reading) = word.rsplit_once('/')?;
+    (!display.is_empty() && !reading.is_empty()).then_some((display, reading))
+}
+
+impl Lexicon {
+    /// The lattice's lexicon: every LM word `display/reading` (`vocab[id]`; words of another
+    /// form, such as `<unk>`, are skipped), then every `(reading, display)` of `extra` the
+    /// vocabulary lacks, scored through `unk` plus the spelling model.
+    pub fn build<'a>(
+        vocab: &[String],
+        extra: impl IntoIterator<Item = (&'a str, &'a str)>,
+        spelling: &crate::decode::Spelling,
+    ) -> Self {
+        let mut lex = Lexicon::new();
+        for (id, w) in vocab.iter().enumerate() {
+            if let Some((display, reading)) = split_word(w) {
+                let word = Word {
+                    display: display.to_string(),
+                    lm_id: id as u32,
+                    extra: 0.0,
+                };
+                lex.insert(reading, word);
+            }
+        }
+        for (reading, display) in extra {
+            let word = Word {
+                display: display.to_string(),
+                lm_id: spelling.unk,
+                extra: spelling.log_prob(display),
+            };
+            lex.insert(reading, word);
+        }
+        lex
+    }
+}
+
+/// `s` in katakana when it is all hiragana (ー allowed, not first), else `None`.
+fn to_katakana(s: &str) -> Option<String> {
+    let mut out = String::with_capacity(s.len());
+    for (i, c) in s.chars().enumerate() {
+        match c {
+            'ぁ'..='ゖ' => out.push(char::from_u32(c as u32 + 0x60)?),
+            'ー' if i > 0 => out.push(c),
+            _ => return None,
+        }
+    }
+    Some(out)
+}
+
+/// One lattice node: a word spanning kana `start..end`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Node {
+    pub start: usize,
+    pub kind: NodeKind,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum NodeKind {
+    /// A lexicon word (its id in the lexicon).
+    Word(u32),
+    /// A kana with no single-kana word of its own display: shown as typed.
+    Passthrough(char),
+    /// A span of hiragana shown in katakana, where the lexicon has no such word: the loanwords
+    /// and names no dictionary lists (IMEs offer the same).
+    Katakana(String),
+}
+
+/// The lattice over the kana typed so far; `ends[t]` holds the nodes ending after kana `t`.
+#[derive(Debug, Clone, Default)]
+pub struct Lattice {
+    kana: Vec<char>,
+    ends: Vec<Vec<Node>>,
+    /// Longest span offered in katakana (0: none).
+    katakana: usize,
+}
+
+impl Lattice {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Also offers every span of 2 to `max` hiragana in katakana when the lexicon lacks it.
+    pub fn with_katakana(max: usize) -> Self {
+        Lattice {
+            katakana: max,
+            ..Self::default()
+        }
+    }
+
+    /// Kana typed so far.
+    pub fn len(&self) -> usize {
+        self.kana.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.kana.is_empty()
+    }
+
+    pub fn kana(&self) -> &[char] {
+        &self.kana
+    }
+
+    /// The nodes ending after the first `t` kana (`1 ≤ t ≤ len`).
+    pub fn ending_at(&self, t: usize) -> &[Node] {
+        &self.ends[t - 1]
+    }
+
+    /// Appends one kana and the nodes it ends: `D_t`. Work is bounded by the longest reading,
+    /// not by the input's length.
+    pub fn push(&mut self, kana: char, lexicon: &Lexicon) {
+        self.kana.push(kana);
+        let t = self.kana.len();
+        let mut nodes = Vec::new();
+        let mut reading = String::new();
+        let mut own_display = false;
+        let reach = lexicon.max_reading().max(self.katakana);
+        for start in (t.saturating_sub(reach)..t).rev() {
+            reading.insert(0, self.kana[start]);
+            let mut katakana = (t - start >= 2 && t - start <= self.katakana)
+                .then(|| to_katakana(&reading))
+                .flatten();
+            for (id, word) in lexicon.lookup(&reading) {
+                own_display |= start + 1 == t && word.display == reading;
+                if katakana.as_deref() == Some(word.display.as_str()) {
+                    katakana = None;
+                }
+                nodes.push(Node {
+                    start,
+                    kind: NodeKind::Word(id),
+                });
+            }
+            if let Some(k) = katakana {
+                nodes.push(Node {
+                    start,
+                    kind: NodeKind::Katakana(k),
+                });
+            }
+        }
+        if !own_display {
+            nodes.push(Node {
+                start: t - 1,
+                kind: NodeKind::Passthrough(kana),
+            });
+        }
+        self.ends.push(nodes);
+    }
+
+    /// Removes the last kana and its nodes (backspace).
+    pub fn pop(&mut self) -> Option<char> {
+        self.ends.pop();
+        self.kana.pop()
+    }
+
+    /// The display string of a node.
+    pub fn display<'a>(node: &'a Node, lexicon: &'a Lexicon) -> std::borrow::Cow<'a, str> {
+        match node.kind {
+            NodeKind::Word(id) => lexicon.word(id).display.as_str().into(),
+            NodeKind::Passthrough(c) => c.to_string().into(),
+            NodeKind::Katakana(ref k) => k.as_str().into(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn word(display: &str, lm_id: u32) -> Word {
+        Word {
+            display: display.into(),
+            lm_id,
+            extra: 0.0,
+        }
+    }
+
+    #[test]
+    fn holds_every_word_ending_at_each_kana() {
+        let mut lex = Lexicon::new();
+        lex.insert("きょう", word("今日", 1));
+        lex.insert("きょう", word("京", 2));
+        lex.insert("きょう", word("今日", 9)); // duplicate display: kept once
+        lex.insert("う", word("う", 3));
+        lex.insert("ょう", word("用", 4)); // odd, but a lexicon may hold it
+        assert_eq!((lex.len(), lex.readings(), lex.max_reading()), (4, 3, 3));
+        let mut lat = Lattice::new();
+        for c in "きょう".chars() {
+            lat.push(c, &lex);
+        }
+        // After き and ょ: passthrough only.
+        assert_eq!(
+            lat.ending_at(1),
+            &[Node {
+                start: 0,
+                kind: NodeKind::Passthrough('き')
+            }]
+        );
+        assert_eq!(
+            lat.ending_at(2),
+            &[Node {
+                start: 1,
+                kind: NodeKind::Passthrough('ょ')
+            }]
+        );
+        // After う: う (its own display, so no passthrough), 用 from 1, 今日 and 京 from 0.
+        let ends: Vec<(usize, String)> = lat
+            .ending_at(3)
+            .iter()
+            .map(|n| (n.start, Lattice::display(n, &lex).into_owned()))
+            .collect();
+        assert_eq!(
+            ends,
+            [
+                (2, "う".into()),
+                (1, "用".into()),
+                (0, "今日".into()),
+                (0, "京".into())
+            ]
+        );
+        assert_eq!(lat.pop(), Some('う'));
+        assert_eq!(lat.len(), 2);
+        lat.push('う', &lex);
+        assert_eq!(lat.ending_at(3).len(), 4);
+    }
+
+    #[test]
+    fn input_outside_the_lexicon_passes_through() {
+        let lex = Lexicon::new();
+        let mut lat = Lattice::new();
+        for c in "ab漢".chars() {
+            lat.push(c, &lex);
+        }
+        assert!(lat
+            .kana()
+            .iter()
+            .enumerate()
+            .all(|(i, &c)| lat.ending_at(i + 1)
+                == [Node {
+                    start: i,
+                    kind: NodeKind::Passthrough(c)
+                }]));
+    }
+}

@@ -1,0 +1,22 @@
+//! The burn-free Japanese input method of fastsoftmax (the IME paper,
+//! `ime-incremental-vocabulary-selection`): kana typed one at a time become the best
+//! kanji-kana text under a language model.
+//!
+//! - [`romaji`]: keys → hiragana, as typed (Hepburn and wāpuro).
+//! - [`lattice`]: the lexicon (reading → words) and the word lattice `D_t` over the kana so far.
+//! - [`decode`]: Viterbi beam search over the lattice, one kana at a time, with any
+//!   [`decode::Scorer`]; n-best distinct conversions; backspace.
+//! - [`kn`]: interpolated modified Kneser–Ney n-gram models, the paper's baselines.
+//! - [`lstm`]: the LSTM language model (infer's step) with the full softmax.
+
+pub mod decode;
+pub mod kn;
+pub mod lattice;
+pub mod lstm;
+pub mod romaji;
+
+pub use decode::{Candidate, Decoder, Scorer, Spelling};
+pub use kn::{KnScorer, KneserNey};
+pub use lattice::{Lattice, Lexicon, Word};
+pub use lstm::{LstmScorer, LstmState};
+pub use romaji::Romaji;

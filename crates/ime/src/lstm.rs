@@ -1,0 +1,138 @@
+//! The LSTM language model as the decoder's [`Scorer`], with the full softmax: every new
+//! hypothesis state pays one product over the whole vocabulary for its normaliser `log Z`
+//! (the paper's "LSTM baseline w/ batch": the states of a keystroke share one batched product).
+//! A word's log-probability is then its own logit minus `log Z`: one dot product.
+
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use fastsoftmax_infer::kernels::dot;
+use fastsoftmax_infer::kernels::rows::ExactRows;
+use fastsoftmax_infer::{log_sum_exp, LanguageModel, LmState, Result};
+
+use crate::decode::Scorer;
+
+/// A hypothesis' LM state: the recurrent state after its last word and that context's `log Z`.
+/// Shared (`Rc`) because hypotheses are cloned far more often than they advance.
+#[derive(Clone)]
+pub struct LstmState(Rc<(LmState, f32)>);
+
+impl LstmState {
+    /// The context vector `[d]` the output layer scores.
+    pub fn context(&self) -> &[f32] {
+        self.0 .0.context()
+    }
+
+    pub fn log_z(&self) -> f32 {
+        self.0 .1
+    }
+}
+
+/// Time spent per part, for the per-keystroke report.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Timers {
+    /// Recurrent steps.
+    pub lstm: Duration,
+    /// Normalisers and word logits.
+    pub softmax: Duration,
+}
+
+pub struct LstmScorer<'a> {
+    lm: &'a LanguageModel,
+    rows: ExactRows,
+    eos: u32,
+    /// `[n, vocab]` logits of a batch of new states.
+    logits: Vec<f32>,
+    contexts: Vec<f32>,
+    pub timers: Timers,
+}
+
+impl<'a> LstmScorer<'a> {
+    /// `lm` scores sentences that start after its `<eos>` (as it was trained: one sentence per
+    /// line, `<eos>` between them).
+    pub fn new(lm: &'a LanguageModel) -> Result<Self> {
+        let eos = lm.vocab().get("<eos>").ok_or_else(|| {
+            fastsoftmax_infer::Error::Invalid(
+                "the language model has no <eos> word: train it on one sentence per line".into(),
+            )
+        })?;
+        Ok(LstmScorer {
+            lm,
+            rows: ExactRows::new(lm.full_head().matrix(), None),
+            eos,
+            logits: Vec::new(),
+            contexts: Vec::new(),
+            timers: Timers::default(),
+        })
+    }
+
+    pub fn model(&self) -> &LanguageModel {
+        self.lm
+    }
+
+    /// `log Z` of each context `[n, d]`, one batched product over the vocabulary.
+    fn normalisers(&mut self, n: usize) -> Vec<f32> {
+        let t = Instant::now();
+        let v = self.lm.vocab().len();
+        self.logits.resize(n * v, 0.0);
+        self.lm
+            .full_head()
+            .matrix()
+            .logits_batch(&self.contexts, &mut self.logits);
+        let z = self
+            .logits
+            .chunks_exact(v)
+            .map(|l| log_sum_exp(l) as f32)
+            .collect();
+        self.timers.softmax += t.elapsed();
+        z
+    }
+}
+
+impl Scorer for LstmScorer<'_> {
+    type State = LstmState;
+
+    fn initial(&mut self) -> LstmState {
+        let mut s = self.lm.new_state();
+        // The token is in the vocabulary (checked in `new`), so the step cannot fail.
+        let _ = self.lm.step(self.eos, &mut s);
+        self.contexts.clear();
+        self.contexts.extend_from_slice(s.context());
+        let z = self.normalisers(1)[0];
+        LstmState(Rc::new((s, z)))
+    }
+
+    fn log_probs(&mut self, state: &LstmState, words: &[u32], out: &mut [f32]) {
+        let t = Instant::now();
+        let h = state.context();
+        for (o, &w) in out.iter_mut().zip(words) {
+            let (row, bias) = self.rows.row(w as usize);
+            *o = dot(row, h) + bias - state.log_z();
+        }
+        self.timers.softmax += t.elapsed();
+    }
+
+    fn advance(&mut self, from: &[(&LstmState, u32)]) -> Vec<LstmState> {
+        let t = Instant::now();
+        let mut states = Vec::with_capacity(from.len());
+        self.contexts.clear();
+        for &(s, w) in from {
+            let mut next = s.0 .0.clone();
+            // Lattice words carry ids of this LM's vocabulary.
+            let _ = self.lm.step(w, &mut next);
+            self.contexts.extend_from_slice(next.context());
+            states.push(next);
+        }
+        self.timers.lstm += t.elapsed();
+        let z = self.normalisers(states.len());
+        states
+            .into_iter()
+            .zip(z)
+            .map(|(s, z)| LstmState(Rc::new((s, z))))
+            .collect()
+    }
+
+    fn end(&self) -> u32 {
+        self.eos
+    }
+}

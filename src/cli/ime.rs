@@ -1,0 +1,457 @@
+//! `fastsoftmax ime eval|convert`: the Japanese input method with the n-gram language models
+//! (the IME paper's Table 1 baselines), built from `data fetch ja`'s files.
+
+use std::collections::HashMap;
+use std::io::BufRead;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{bail, Context};
+use clap::{Args, Subcommand, ValueEnum};
+use fastsoftmax_ime::{
+    Decoder, KnScorer, KneserNey, Lexicon, LstmScorer, Romaji, Scorer, Spelling,
+};
+use indicatif::{ProgressBar, ProgressStyle};
+
+#[derive(Args, Debug)]
+pub struct ImeArgs {
+    #[command(subcommand)]
+    action: Action,
+}
+
+#[derive(Subcommand, Debug)]
+enum Action {
+    /// Convert the readings of an evaluation file (`reading<TAB>display`), one kana at a time,
+    /// and report top-1 / top-10 sentence accuracy and milliseconds per keystroke.
+    Eval {
+        #[command(flatten)]
+        model: ModelArgs,
+        /// Evaluation sentences, `reading<TAB>display` (default: DATA/eval.tsv, the 1,850 KWDLC
+        /// test sentences whose reading is pure kana).
+        #[arg(long)]
+        eval: Option<PathBuf>,
+        /// Only the first N sentences.
+        #[arg(long)]
+        limit: Option<usize>,
+        /// Print the report as JSON on stdout.
+        #[arg(long)]
+        json: bool,
+        /// Write the sentences whose best conversion is wrong here (`reading<TAB>gold<TAB>best`).
+        #[arg(long)]
+        errors: Option<PathBuf>,
+    },
+    /// Print the n-best conversions of a reading (kana, or romaji with --romaji).
+    Convert {
+        #[command(flatten)]
+        model: ModelArgs,
+        /// Treat the input as romaji typed on a keyboard.
+        #[arg(long)]
+        romaji: bool,
+        /// Conversions to print (distinct texts from the final beam).
+        #[arg(short = 'n', long = "n-best", default_value_t = 10)]
+        n: usize,
+        /// The reading to convert.
+        input: String,
+    },
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum Lm {
+    /// The LSTM language model of --model, with the full softmax.
+    Lstm,
+    /// Interpolated modified Kneser–Ney trigrams.
+    Kn3,
+    /// Kneser–Ney bigrams.
+    Kn2,
+    /// Unigrams (discounted, interpolated with the uniform distribution).
+    Kn1,
+}
+
+#[derive(Args, Debug)]
+struct ModelArgs {
+    /// `data fetch ja`'s folder: train.txt, words.tsv, ipadic.tsv, eval.tsv.
+    #[arg(long, default_value = "data/ja")]
+    data: PathBuf,
+    /// Language model that scores the paths: `lstm` (needs --model) or a Kneser–Ney model
+    /// estimated on DATA/train.txt.
+    #[arg(long, value_enum, default_value = "kn3")]
+    lm: Lm,
+    /// Training text of the n-gram models (default: DATA/train.txt).
+    #[arg(long)]
+    train: Option<PathBuf>,
+    /// The LSTM language model (a `train-lm` output folder) for --lm lstm; its vocabulary is
+    /// the lexicon's.
+    #[arg(long)]
+    model: Option<PathBuf>,
+    /// n-gram vocabulary: words seen at least this often in train.txt (11 keeps ~50k words, 99.0%
+    /// of the training tokens); rarer words are `<unk>` plus the spelling model.
+    #[arg(long, default_value_t = 11, value_parser = clap::value_parser!(u64).range(1..))]
+    min_count: u64,
+    /// Offer spans of 2 to N hiragana the lexicon lacks in katakana, scored as `<unk>` plus the
+    /// spelling model (0: off).
+    #[arg(long, default_value_t = 12)]
+    katakana: usize,
+    /// Hypotheses kept per kana (the paper: 10).
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=1000))]
+    beam: u64,
+}
+
+/// The lexicon and the language model that scores it.
+struct Built {
+    lexicon: Lexicon,
+    katakana: usize,
+    spelling: Spelling,
+    lm: Model,
+}
+
+enum Model {
+    Lstm(Box<fastsoftmax_infer::LanguageModel>),
+    /// The n-gram model; `<eos>` is word 0 (start and end of sentence).
+    Kn(KneserNey),
+}
+
+const EOS: &str = "<eos>";
+const UNK: &str = "<unk>";
+
+fn open(path: &Path) -> anyhow::Result<std::io::BufReader<std::fs::File>> {
+    let f = std::fs::File::open(path).with_context(|| {
+        format!(
+            "reading {} (prepare it with `fastsoftmax data fetch ja --from DIR`)",
+            path.display()
+        )
+    })?;
+    Ok(std::io::BufReader::new(f))
+}
+
+/// `words.tsv`: every training word with its count, most frequent first.
+fn read_counts(data: &Path) -> anyhow::Result<Vec<(String, u64)>> {
+    let mut out = Vec::new();
+    for (n, line) in open(&data.join("words.tsv"))?.lines().enumerate() {
+        let line = line?;
+        let (word, count) = line
+            .split_once('\t')
+            .and_then(|(w, c)| Some((w.to_string(), c.parse::<u64>().ok()?)))
+            .with_context(|| format!("words.tsv:{}: not `word<TAB>count`", n + 1))?;
+        out.push((word, count));
+    }
+    Ok(out)
+}
+
+fn build(m: &ModelArgs) -> anyhow::Result<Built> {
+    let started = Instant::now();
+    let counts = read_counts(&m.data)?;
+    // The LM's vocabulary: the LSTM's own, or `<eos>`, `<unk>` and the words seen often enough.
+    let (vocab, lstm) = match (m.lm, &m.model) {
+        (Lm::Lstm, None) => bail!("--lm lstm needs --model DIR (a `train-lm` output folder)"),
+        (Lm::Lstm, Some(dir)) => {
+            let lm = fastsoftmax_infer::LanguageModel::load(dir)
+                .with_context(|| format!("loading the language model in {}", dir.display()))?;
+            let words = lm.vocab().words().to_vec();
+            let readable = words
+                .iter()
+                .filter(|w| fastsoftmax_ime::lattice::split_word(w).is_some())
+                .count();
+            if readable * 2 < words.len() {
+                bail!(
+                    "{}: only {readable} of its {} words are `display/reading`: not an IME \
+                     language model (train it on data/ja/train.txt)",
+                    dir.display(),
+                    words.len()
+                );
+            }
+            (words, Some(lm))
+        }
+        (_, _) => {
+            let mut v = vec![EOS.to_string(), UNK.to_string()];
+            v.extend(
+                counts
+                    .iter()
+                    .filter(|(w, c)| *c >= m.min_count && w != UNK && w != EOS)
+                    .map(|(w, _)| w.clone()),
+            );
+            (v, None)
+        }
+    };
+    let ids: HashMap<&str, u32> = vocab
+        .iter()
+        .enumerate()
+        .map(|(i, w)| (w.as_str(), i as u32))
+        .collect();
+    let unk = *ids
+        .get(UNK)
+        .context("the language model has no <unk> word")?;
+    // Spelling model of the words the LM reads as `<unk>`.
+    let spelling = Spelling::estimate(
+        unk,
+        counts
+            .iter()
+            .filter(|(w, _)| !ids.contains_key(w.as_str()))
+            .filter_map(|(w, c)| Some((fastsoftmax_ime::lattice::split_word(w)?.0, *c))),
+    );
+    // Lexicon: the vocabulary, then ipadic's entries.
+    let ipadic: Vec<(String, String)> = open(&m.data.join("ipadic.tsv"))?
+        .lines()
+        .map_while(Result::ok)
+        .filter_map(|l| {
+            l.split_once('\t')
+                .map(|(r, d)| (r.to_string(), d.to_string()))
+        })
+        .collect();
+    let lexicon = Lexicon::build(
+        &vocab,
+        ipadic.iter().map(|(r, d)| (r.as_str(), d.as_str())),
+        &spelling,
+    );
+    let lm = match lstm {
+        Some(lm) => {
+            eprintln!(
+                "LSTM language model {} ({} words), {} lexicon entries ({} readings) in {:.0} s",
+                m.model.as_deref().unwrap_or(Path::new("")).display(),
+                vocab.len(),
+                lexicon.len(),
+                lexicon.readings(),
+                started.elapsed().as_secs_f64()
+            );
+            Model::Lstm(Box::new(lm))
+        }
+        None => {
+            let order = match m.lm {
+                Lm::Kn3 | Lm::Lstm => 3,
+                Lm::Kn2 => 2,
+                Lm::Kn1 => 1,
+            };
+            let train = m.train.clone().unwrap_or_else(|| m.data.join("train.txt"));
+            let sentences: Vec<Vec<u32>> = open(&train)?
+                .lines()
+                .map(|l| {
+                    l.map(|l| {
+                        l.split(' ')
+                            .filter(|w| !w.is_empty())
+                            .map(|w| ids.get(w).copied().unwrap_or(unk))
+                            .collect()
+                    })
+                })
+                .collect::<Result<_, _>>()?;
+            let kn = KneserNey::estimate(&sentences, order, vocab.len(), 0, 0)?;
+            eprintln!(
+                "{}-gram Kneser–Ney on {} sentences, {} words in the vocabulary, {} lexicon \
+                 entries ({} readings) in {:.0} s",
+                order,
+                sentences.len(),
+                vocab.len(),
+                lexicon.len(),
+                lexicon.readings(),
+                started.elapsed().as_secs_f64()
+            );
+            Model::Kn(kn)
+        }
+    };
+    Ok(Built {
+        lexicon,
+        katakana: m.katakana,
+        spelling,
+        lm,
+    })
+}
+
+/// Evaluation report.
+#[derive(serde::Serialize)]
+struct Report {
+    lm: String,
+    sentences: usize,
+    top1: f64,
+    top10: f64,
+    keystrokes: usize,
+    ms_per_key_median: f64,
+    ms_per_key_p99: f64,
+    ms_per_key_max: f64,
+    /// The LSTM's softmax (normalisers and word logits): ms per key, and its share of the time.
+    softmax_ms_per_key: Option<f64>,
+    softmax_share: Option<f64>,
+    beam: u64,
+    min_count: u64,
+    katakana: usize,
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
+}
+
+/// Converts `kana` one kana at a time; returns the n-best and the milliseconds of each key.
+fn convert<S: Scorer>(
+    scorer: &mut S,
+    b: &Built,
+    beam: usize,
+    kana: &str,
+    n: usize,
+    key_ms: &mut Vec<f64>,
+) -> Vec<fastsoftmax_ime::Candidate> {
+    let lattice = fastsoftmax_ime::Lattice::with_katakana(b.katakana);
+    let mut dec = Decoder::with_lattice(scorer, beam, b.spelling.clone(), lattice);
+    for c in kana.chars() {
+        let t = Instant::now();
+        dec.push(c, &b.lexicon, scorer);
+        key_ms.push(t.elapsed().as_secs_f64() * 1e3);
+    }
+    dec.n_best(n, &b.lexicon, scorer)
+}
+
+/// Converts one reading: `(kana, n, per-key milliseconds) → n-best`.
+type Convert<'a> = dyn FnMut(&str, usize, &mut Vec<f64>) -> Vec<fastsoftmax_ime::Candidate> + 'a;
+
+/// Runs `f` with the scorer of the built model; `softmax_s` receives the LSTM's seconds in the
+/// softmax (normalisers and word logits).
+fn with_scorer<T>(
+    b: &Built,
+    f: impl FnOnce(&mut Convert<'_>) -> T,
+    beam: usize,
+    softmax_s: &mut Option<f64>,
+) -> anyhow::Result<T> {
+    Ok(match &b.lm {
+        Model::Kn(kn) => {
+            let mut s = KnScorer { lm: kn, end: 0 };
+            f(&mut |kana, n, ms| convert(&mut s, b, beam, kana, n, ms))
+        }
+        Model::Lstm(lm) => {
+            let mut s = LstmScorer::new(lm)?;
+            let out = f(&mut |kana, n, ms| convert(&mut s, b, beam, kana, n, ms));
+            *softmax_s = Some(s.timers.softmax.as_secs_f64());
+            out
+        }
+    })
+}
+
+pub fn run(a: ImeArgs) -> anyhow::Result<()> {
+    match a.action {
+        Action::Convert {
+            model,
+            romaji,
+            n,
+            input,
+        } => {
+            let kana = if romaji {
+                Romaji::convert(&input)
+            } else {
+                input.clone()
+            };
+            if kana.trim().is_empty() {
+                bail!("nothing to convert: give a reading in kana (or romaji with --romaji)");
+            }
+            let b = build(&model)?;
+            let best = with_scorer(
+                &b,
+                |conv| conv(&kana, n, &mut Vec::new()),
+                model.beam as usize,
+                &mut None,
+            )?;
+            println!("{kana}");
+            for (i, c) in best.iter().enumerate() {
+                let words: Vec<String> = c.words.iter().map(|(d, r)| format!("{d}/{r}")).collect();
+                println!(
+                    "{:>2}. {}  ({:.2})  {}",
+                    i + 1,
+                    c.text,
+                    c.score,
+                    words.join(" ")
+                );
+            }
+            Ok(())
+        }
+        Action::Eval {
+            model,
+            eval,
+            limit,
+            json,
+            errors,
+        } => {
+            let path = eval.unwrap_or_else(|| model.data.join("eval.tsv"));
+            let mut pairs: Vec<(String, String)> = Vec::new();
+            for (n, line) in open(&path)?.lines().enumerate() {
+                let line = line?;
+                let (reading, display) = line.split_once('\t').with_context(|| {
+                    format!("{}:{}: not `reading<TAB>display`", path.display(), n + 1)
+                })?;
+                pairs.push((reading.to_string(), display.to_string()));
+            }
+            pairs.truncate(limit.unwrap_or(usize::MAX));
+            if pairs.is_empty() {
+                bail!("{} holds no sentences", path.display());
+            }
+            let b = build(&model)?;
+            let (mut top1, mut top10) = (0usize, 0usize);
+            let mut key_ms = Vec::new();
+            let mut wrong = Vec::new();
+            let mut softmax_s = None;
+            let bar = ProgressBar::new(pairs.len() as u64).with_style(
+                ProgressStyle::with_template("converting {bar:40} {pos}/{len}, ETA {eta}")
+                    .unwrap_or_else(|_| ProgressStyle::default_bar()),
+            );
+            with_scorer(
+                &b,
+                |conv| {
+                    for (reading, gold) in &pairs {
+                        let best = conv(reading, 10, &mut key_ms);
+                        let first = best.first().map_or("", |c| c.text.as_str());
+                        if first != gold {
+                            wrong.push(format!("{reading}\t{gold}\t{first}"));
+                        }
+                        top1 += (first == gold) as usize;
+                        top10 += best.iter().any(|c| &c.text == gold) as usize;
+                        bar.inc(1);
+                    }
+                },
+                model.beam as usize,
+                &mut softmax_s,
+            )?;
+            bar.finish_and_clear();
+            if let Some(path) = &errors {
+                std::fs::write(path, wrong.join("\n") + "\n")
+                    .with_context(|| format!("writing {}", path.display()))?;
+            }
+            key_ms.sort_by(f64::total_cmp);
+            let n = pairs.len() as f64;
+            let report = Report {
+                lm: format!("{:?}", model.lm).to_lowercase(),
+                sentences: pairs.len(),
+                top1: top1 as f64 / n,
+                top10: top10 as f64 / n,
+                keystrokes: key_ms.len(),
+                ms_per_key_median: percentile(&key_ms, 0.5),
+                ms_per_key_p99: percentile(&key_ms, 0.99),
+                ms_per_key_max: key_ms.last().copied().unwrap_or(0.0),
+                softmax_ms_per_key: softmax_s.map(|s| 1e3 * s / key_ms.len().max(1) as f64),
+                softmax_share: softmax_s.map(|s| 1e3 * s / key_ms.iter().sum::<f64>().max(1e-9)),
+                beam: model.beam,
+                min_count: model.min_count,
+                katakana: model.katakana,
+            };
+            if json {
+                println!("{}", serde_json::to_string_pretty(&report)?);
+            } else {
+                println!(
+                    "{}: top-1 {:.2}%, top-10 {:.2}% on {} sentences; {:.3} ms per key (median), \
+                     p99 {:.3}, max {:.3} ({} keys, beam {})",
+                    report.lm,
+                    100.0 * report.top1,
+                    100.0 * report.top10,
+                    report.sentences,
+                    report.ms_per_key_median,
+                    report.ms_per_key_p99,
+                    report.ms_per_key_max,
+                    report.keystrokes,
+                    report.beam
+                );
+                if let (Some(ms), Some(share)) = (report.softmax_ms_per_key, report.softmax_share) {
+                    println!(
+                        "softmax: {ms:.3} ms per key (mean), {:.1}% of the keystroke time",
+                        100.0 * share
+                    );
+                }
+            }
+            Ok(())
+        }
+    }
+}

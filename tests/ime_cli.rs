@@ -1,0 +1,96 @@
+//! End-to-end: `ime convert` and `ime eval` on a small `data fetch ja`-shaped folder (a handful
+//! of sentences; the real data is 1.2M), and the errors bad input gets.
+
+mod common;
+
+use std::path::Path;
+
+use common::cli;
+
+/// `ime ACTION --data DATA --min-count 1 ARGS…` (the fixture's words are seen once or twice).
+fn ime(action: &str, data: &str, args: &[&str]) -> (bool, String, String) {
+    let mut all = vec!["ime", action, "--data", data, "--min-count", "1"];
+    all.extend_from_slice(args);
+    cli(&all)
+}
+
+const TRAIN: &[&str] = &[
+    "今日/きょう は/は いい/いい 天気/てんき です/です ね/ね",
+    "今日/きょう は/は いい/いい 天気/てんき です/です",
+    "明日/あした は/は いい/いい 天気/てんき",
+    "京/きょう に/に 行く/いく",
+    "転機/てんき が/が 来た/きた",
+];
+
+fn write_fixture(dir: &Path) {
+    let train = TRAIN.join("\n") + "\n";
+    let mut counts: Vec<(String, usize)> = Vec::new();
+    for w in train.split_whitespace() {
+        match counts.iter_mut().find(|(x, _)| x == w) {
+            Some((_, c)) => *c += 1,
+            None => counts.push((w.to_string(), 1)),
+        }
+    }
+    counts.sort_by_key(|c| std::cmp::Reverse(c.1));
+    let words: String = counts.iter().map(|(w, c)| format!("{w}\t{c}\n")).collect();
+    std::fs::write(dir.join("train.txt"), train).unwrap();
+    std::fs::write(dir.join("words.tsv"), words).unwrap();
+    std::fs::write(dir.join("ipadic.tsv"), "きょう\t強\nねこ\t猫\n").unwrap();
+    std::fs::write(
+        dir.join("eval.tsv"),
+        "きょうはいいてんきですね\t今日はいい天気ですね\nきょうにいく\t京に行く\nねこ\t猫\n",
+    )
+    .unwrap();
+}
+
+#[test]
+fn converts_and_evaluates_with_kneser_ney() {
+    let dir = tempfile::tempdir().unwrap();
+    write_fixture(dir.path());
+    let data = dir.path().to_str().unwrap();
+    let (ok, out, err) = ime("convert", data, &["--romaji", "kyouhaiitenkidesune"]);
+    assert!(ok, "{err}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines[0], "きょうはいいてんきですね");
+    assert!(lines[1].contains("今日はいい天気ですね"), "{out}");
+
+    let (ok, out, err) = ime("eval", data, &["--lm", "kn2", "--json"]);
+    assert!(ok, "{err}");
+    let report: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(report["sentences"], 3);
+    assert_eq!(report["keystrokes"], 12 + 6 + 2);
+    let top1 = report["top1"].as_f64().unwrap();
+    assert!(top1 >= 2.0 / 3.0 - 1e-9, "{out}");
+    assert!(report["top10"].as_f64().unwrap() >= top1);
+}
+
+#[test]
+fn bad_input_gets_clear_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().to_str().unwrap();
+    // Nothing prepared yet.
+    let (ok, _, err) = ime("eval", data, &[]);
+    assert!(
+        !ok && err.contains("eval.tsv") && err.contains("data fetch ja"),
+        "{err}"
+    );
+    write_fixture(dir.path());
+    // The LSTM needs its model, and an IME one.
+    let (ok, _, err) = ime("eval", data, &["--lm", "lstm"]);
+    assert!(!ok && err.contains("--model"), "{err}");
+    let ptb = ["--lm", "lstm", "--model", "assets/models/ptb-small-lstm"];
+    let (ok, _, err) = ime("eval", data, &ptb);
+    assert!(!ok && err.contains("display/reading"), "{err}");
+    // Empty input.
+    let (ok, _, err) = ime("convert", data, &[""]);
+    assert!(!ok && err.contains("nothing to convert"), "{err}");
+    // A malformed evaluation line.
+    let bad = dir.path().join("bad.tsv");
+    std::fs::write(&bad, "no tab here\n").unwrap();
+    let (ok, _, err) = ime("eval", data, &["--eval", bad.to_str().unwrap()]);
+    assert!(!ok && err.contains("bad.tsv:1"), "{err}");
+    // Input outside the lexicon passes through.
+    let (ok, out, err) = ime("convert", data, &["ぬabc"]);
+    assert!(ok, "{err}");
+    assert!(out.lines().nth(1).unwrap().contains("ぬabc"), "{out}");
+}
