@@ -43,6 +43,7 @@ enum Corpus {
     /// Japanese for the IME: KWDLC (hand-corrected readings) and Aozora Bunko segmented with
     /// mecab-ipadic (fetched with apt-get into DIR/ja/ipadic): ja/{train,valid,test}.txt of
     /// `display/reading` words, words.tsv, ipadic.tsv, eval.tsv (the 1,850 test sentences).
+    /// Without --from, KWDLC and Aozora Bunko are cloned with git and converted first.
     Ja,
 }
 
@@ -114,12 +115,22 @@ fn fetch_ja(dir: &std::path::Path, from: Option<&std::path::Path>) -> anyhow::Re
         );
         return Ok(());
     }
-    let Some(from) = from else {
-        anyhow::bail!(
-            "data fetch ja needs --from DIR (a folder with {}); downloading KWDLC and Aozora \
-             from their repositories is not built yet",
-            ja::SOURCES.join(", ")
-        );
+    // Without a local copy: clone KWDLC and Aozora Bunko and convert them (DIR/sources).
+    let fetched;
+    let from = match from {
+        Some(f) => f,
+        None => {
+            let sources = dir.join("sources");
+            eprintln!(
+                "no --from: cloning {} and {} into {} (Aozora's repository is large)",
+                fastsoftmax_data::ja_sources::KWDLC_REPO,
+                fastsoftmax_data::ja_sources::AOZORA_REPO,
+                sources.display()
+            );
+            fastsoftmax_data::ja_sources::fetch(&sources.join("git"), &sources)?;
+            fetched = sources;
+            &fetched
+        }
     };
     let bar = ProgressBar::new(0).with_style(
         ProgressStyle::with_template("segmenting Aozora {bar:40} {pos}/{len} sentences, ETA {eta}")

@@ -403,9 +403,9 @@ pub fn prepare(
     write_lines(&out.join("valid.txt"), &valid)?;
     write_lines(&out.join("test.txt"), &test)?;
     write_lines(&out.join("train.txt"), &train)?;
-    let json = out.join("stats.json");
-    let text = serde_json::to_string_pretty(&stats).unwrap_or_default();
-    std::fs::write(&json, text + "\n").map_err(io(&json))?;
+    // Last, so its presence means the folder is complete.
+    let json = serde_json::to_string_pretty(&stats).unwrap_or_default();
+    write_lines(&out.join("stats.json"), [&json])?;
     Ok(stats)
 }
 

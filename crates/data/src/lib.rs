@@ -5,13 +5,15 @@
 //! - [`ptb`]: fetch and verify the Penn Treebank (Mikolov's 10k-word version).
 //! - [`brown`]: fetch the Brown corpus and map it to PTB style (out-of-domain test text).
 //! - [`bible`]: fetch the English → German Bible (verse pairs, split by book) for translation.
-//! - [`ja`]: Japanese text for the IME (KWDLC, Aozora segmented with mecab-ipadic).
+//! - [`ja`]: Japanese text for the IME (KWDLC, Aozora segmented with mecab-ipadic);
+//!   [`ja_sources`] fetches both from their repositories where no copy is at hand.
 
 pub mod batch;
 pub mod bible;
 pub mod brown;
 pub mod corpus;
 pub mod ja;
+pub mod ja_sources;
 pub mod ptb;
 
 pub use fastsoftmax_infer::model::vocab::{Vocab, EOS, UNK};
