@@ -45,7 +45,9 @@ impl TopK {
     /// A logit must beat this to enter (−∞ until the buffer is full).
     #[inline]
     pub fn threshold(&self) -> f32 {
-        if self.items.len() < self.k {
+        if self.k == 0 {
+            f32::INFINITY
+        } else if self.items.len() < self.k {
             f32::NEG_INFINITY
         } else {
             self.items[self.k - 1].logit
@@ -60,11 +62,28 @@ impl TopK {
         }
     }
 
+    /// One step of insertion sort: the new item takes the last place (dropping the k-th when
+    /// full) and moves up past every strictly lower logit. An open-coded loop, where
+    /// `Vec::insert` called `memmove` for a few bytes: that call was most of a short scan's
+    /// time (the `l2s+int8` re-scoring pushes ~60 items per query).
     #[cold]
     fn insert(&mut self, id: u32, logit: f32) {
-        let pos = self.items.partition_point(|s| s.logit >= logit);
-        self.items.insert(pos, Scored { id, logit });
-        self.items.truncate(self.k);
+        let new = Scored { id, logit };
+        if self.k == 0 {
+            return;
+        }
+        if self.items.len() < self.k {
+            self.items.push(new);
+        } else if let Some(last) = self.items.last_mut() {
+            *last = new;
+        }
+        let items = &mut self.items[..];
+        let mut i = items.len() - 1;
+        while i > 0 && items[i - 1].logit < logit {
+            items[i] = items[i - 1];
+            i -= 1;
+        }
+        items[i] = new;
     }
 
     /// The result, best first.
@@ -108,5 +127,39 @@ mod tests {
         t.reset(1);
         t.push(9, -1.0);
         assert_eq!(t.as_slice(), &[Scored { id: 9, logit: -1.0 }]);
+        t.reset(0);
+        t.push(1, 7.0);
+        assert!(t.as_slice().is_empty());
+    }
+
+    /// Against a stable sort of everything pushed, for many `k` and streams with many ties.
+    #[test]
+    fn equals_a_stable_sort() {
+        let mut state = 12345u64;
+        for trial in 0..200 {
+            let n = trial % 37;
+            let k = 1 + trial % 13;
+            let logits: Vec<f32> = (0..n)
+                .map(|_| {
+                    state = state
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
+                    ((state >> 33) % 7) as f32 - 3.0
+                })
+                .collect();
+            let mut t = TopK::new(k);
+            for (i, &l) in logits.iter().enumerate() {
+                t.push(i as u32, l);
+            }
+            let mut want: Vec<(u32, f32)> = logits
+                .iter()
+                .enumerate()
+                .map(|(i, &l)| (i as u32, l))
+                .collect();
+            want.sort_by(|a, b| b.1.total_cmp(&a.1));
+            want.truncate(k);
+            let got: Vec<(u32, f32)> = t.as_slice().iter().map(|s| (s.id, s.logit)).collect();
+            assert_eq!(got, want, "n {n}, k {k}");
+        }
     }
 }

@@ -11,7 +11,7 @@ use crate::head::SoftmaxHead;
 use crate::heads::full::FullHead;
 use crate::heads::l2s::L2sHead;
 use crate::kernels::rows::ExactRows;
-use crate::kernels::Int8Matrix;
+use crate::kernels::{Int8Matrix, Quantized};
 use crate::topk::{TopK, K_MAX};
 
 /// Candidates of the int8 scan re-scored in f32 for a top-[`K_MAX`] query: `max(2k, 10)`.
@@ -41,13 +41,18 @@ pub struct L2sInt8Head {
 /// Buffers reused across queries.
 #[derive(Default)]
 struct Scratch {
+    /// The batch's contexts, quantized once for the cluster vectors and the candidate rows.
+    all: Quantized,
+    /// The contexts of one cluster.
+    run: Quantized,
     /// The int8 scan's candidates per context, and their ids.
     cands: Vec<TopK>,
     ids: Vec<u32>,
-    /// A batch's contexts of one cluster `[m, d]`.
-    gathered: Vec<f32>,
     /// Cluster scores `[n, r]`.
     scores: Vec<f32>,
+    /// `(cluster, context)` pairs, sorted by cluster.
+    order: Vec<(usize, usize)>,
+    idx: Vec<usize>,
 }
 
 thread_local! {
@@ -82,61 +87,59 @@ impl L2sInt8Head {
         name.strip_suffix("+int8").filter(|base| !base.is_empty())
     }
 
-    /// The cluster of each context of `hs` `[n, d]`, by the int8 cluster vectors, as
-    /// `(cluster, context)` pairs sorted by cluster.
-    fn route(&self, hs: &[f32], order: &mut Vec<(usize, usize)>) {
+    /// Quantizes `hs` `[n, d]` into `s.all` and routes each context to its cluster by the int8
+    /// cluster vectors: `s.order` = `(cluster, context)` pairs sorted by cluster.
+    fn route(&self, hs: &[f32], s: &mut Scratch) {
         let r = self.routes.n_rows();
-        SCRATCH.with(|s| {
-            let scores = &mut s.borrow_mut().scores;
-            scores.resize(hs.len() / self.dim() * r, 0.0);
-            self.routes.logits_batch(hs, scores);
-            order.clear();
-            order.extend(
-                scores
-                    .chunks_exact(r)
-                    .enumerate()
-                    .map(|(i, row)| (first_max(row), i)),
-            );
-        });
-        order.sort_unstable();
+        self.routes.quantize(hs, &mut s.all);
+        s.scores.resize(s.all.len() * r, 0.0);
+        self.routes.logits_quantized(&s.all, &mut s.scores);
+        s.order.clear();
+        s.order.extend(
+            s.scores
+                .chunks_exact(r)
+                .enumerate()
+                .map(|(i, row)| (first_max(row), i)),
+        );
+        s.order.sort_unstable();
     }
 
-    /// The contexts `idx` of `hs`, all routed to cluster `t`: int8 scan, then f32 re-scoring.
-    fn answer(&self, t: usize, hs: &[f32], idx: &[usize], k: usize, out: &mut [TopK]) {
+    /// The contexts `s.idx` of `hs` (quantized in `q`), all routed to cluster `t`: int8 scan,
+    /// then f32 re-scoring.
+    fn answer(
+        &self,
+        t: usize,
+        hs: &[f32],
+        q: &Quantized,
+        s: &mut Scratch,
+        k: usize,
+        out: &mut [TopK],
+    ) {
         let d = self.dim();
         let set = &self.sets[t];
+        let Scratch {
+            cands, ids, idx, ..
+        } = s;
         if set.n_rows() < k {
             // Fewer candidates than asked: the exact head answers, as the f32 head does.
-            for &i in idx {
+            for &i in idx.iter() {
                 self.l2s.top_k_into(&hs[i * d..(i + 1) * d], k, &mut out[i]);
             }
             return;
         }
         let m = rescored(k);
-        SCRATCH.with(|s| {
-            let Scratch {
-                cands,
-                ids,
-                gathered,
-                ..
-            } = &mut *s.borrow_mut();
-            gathered.clear();
-            for &i in idx {
-                gathered.extend_from_slice(&hs[i * d..(i + 1) * d]);
-            }
-            cands.resize_with(idx.len(), || TopK::new(m));
-            for c in cands.iter_mut().take(idx.len()) {
-                c.reset(m);
-            }
-            set.scan_batch(gathered, &mut cands[..idx.len()]);
-            for (&i, c) in idx.iter().zip(cands.iter()) {
-                ids.clear();
-                ids.extend(c.as_slice().iter().map(|s| s.id));
-                out[i].reset(k);
-                self.exact
-                    .push_rows(ids, &hs[i * d..(i + 1) * d], &mut out[i]);
-            }
-        });
+        cands.resize_with(idx.len(), || TopK::new(m));
+        for c in cands.iter_mut().take(idx.len()) {
+            c.reset(m);
+        }
+        set.scan_quantized(q, &mut cands[..idx.len()]);
+        for (&i, c) in idx.iter().zip(cands.iter()) {
+            ids.clear();
+            ids.extend(c.ids());
+            out[i].reset(k);
+            self.exact
+                .push_rows(ids, &hs[i * d..(i + 1) * d], &mut out[i]);
+        }
     }
 }
 
@@ -152,25 +155,33 @@ impl SoftmaxHead for L2sInt8Head {
     }
 
     fn top_k_into(&self, h: &[f32], k: usize, out: &mut TopK) {
-        let t = SCRATCH.with(|s| {
-            let scores = &mut s.borrow_mut().scores;
-            scores.resize(self.routes.n_rows(), 0.0);
-            self.routes.logits_batch(h, scores);
-            first_max(scores)
+        SCRATCH.with(|s| {
+            let s = &mut *s.borrow_mut();
+            self.route(h, s);
+            let t = s.order[0].0;
+            s.idx.clear();
+            s.idx.push(0);
+            let all = std::mem::take(&mut s.all);
+            self.answer(t, h, &all, s, k, std::slice::from_mut(out));
+            s.all = all;
         });
-        self.answer(t, h, &[0], k, std::slice::from_mut(out));
     }
 
-    /// Groups the batch by cluster so each cluster's int8 rows stream once for its queries.
+    /// Groups the batch by cluster so each cluster's int8 rows stream once for its queries;
+    /// the contexts are quantized once for the routing and every cluster.
     fn top_k_batch(&self, hs: &[f32], k: usize, out: &mut [TopK]) {
-        let mut order = Vec::with_capacity(out.len());
-        self.route(hs, &mut order);
-        let mut idx = Vec::with_capacity(order.len());
-        for run in order.chunk_by(|a, b| a.0 == b.0) {
-            idx.clear();
-            idx.extend(run.iter().map(|&(_, i)| i));
-            self.answer(run[0].0, hs, &idx, k, out);
-        }
+        SCRATCH.with(|s| {
+            let s = &mut *s.borrow_mut();
+            self.route(hs, s);
+            let (order, mut run) = (std::mem::take(&mut s.order), std::mem::take(&mut s.run));
+            for group in order.chunk_by(|a, b| a.0 == b.0) {
+                s.idx.clear();
+                s.idx.extend(group.iter().map(|&(_, i)| i));
+                run.select(&s.all, &s.idx);
+                self.answer(group[0].0, hs, &run, s, k, out);
+            }
+            (s.order, s.run) = (order, run);
+        });
     }
 
     /// The L2S head's dot products plus the re-scored rows.

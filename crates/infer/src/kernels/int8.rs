@@ -215,13 +215,16 @@ impl Int8Matrix {
         }
     }
 
-    /// Contexts `hs [n, d]` as u8 (`q + 128`), each padded to `d4`, and each one's `1 / s_h`.
-    fn quantize_contexts(&self, hs: &[f32], hu: &mut Vec<u8>, inv_h: &mut Vec<f32>) {
+    /// Quantizes contexts `hs [n, d]` for the products of this matrix (and of every other of
+    /// the same width), so several matrices can share one quantization.
+    pub fn quantize(&self, hs: &[f32], q: &mut Quantized) {
+        debug_assert_eq!(hs.len() % self.d, 0);
+        q.d4 = self.d4;
         match self.path {
             // SAFETY: as in `logits_panels`.
             #[cfg(target_arch = "x86_64")]
-            Path::Vnni => unsafe { vnni::quantize_contexts(self, hs, hu, inv_h) },
-            Path::Portable => self.quantize_body(hs, hu, inv_h),
+            Path::Vnni => unsafe { vnni::quantize_contexts(self, hs, &mut q.hu, &mut q.inv_h) },
+            Path::Portable => self.quantize_body(hs, &mut q.hu, &mut q.inv_h),
         }
     }
 
@@ -262,32 +265,52 @@ impl Int8Matrix {
     /// Batched product: `out[q][i] ≈ W[i]·hs[q] + b[i]` for `hs [n, d]` and `out [n, n_rows]`,
     /// both row-major.
     pub fn logits_batch(&self, hs: &[f32], out: &mut [f32]) {
-        let n = hs.len() / self.d;
-        debug_assert_eq!(hs.len(), n * self.d);
-        debug_assert_eq!(out.len(), n * self.n_rows);
-        SCAN.with(|s| {
-            let (hu, inv_h, _) = &mut *s.borrow_mut();
-            self.quantize_contexts(hs, hu, inv_h);
-            self.logits_panels(hu, inv_h, 0..self.n_rows.div_ceil(PANEL), out, self.n_rows);
+        CONTEXTS.with(|q| {
+            let q = &mut *q.borrow_mut();
+            self.quantize(hs, q);
+            self.logits_quantized(q, out);
         });
+    }
+
+    /// [`Self::logits_batch`] for contexts already quantized by [`Self::quantize`].
+    pub fn logits_quantized(&self, q: &Quantized, out: &mut [f32]) {
+        assert_eq!(q.d4, self.d4, "contexts quantized for another width");
+        debug_assert_eq!(out.len(), q.len() * self.n_rows);
+        self.logits_panels(
+            &q.hu,
+            &q.inv_h,
+            0..self.n_rows.div_ceil(PANEL),
+            out,
+            self.n_rows,
+        );
     }
 
     /// Batched scan: offers every row's logit `W[i]·hs[q] + b[i]` (as [`Self::logits_batch`]
     /// computes it) to `outs[q]`, which the caller has reset. Works through [`SCAN_PANELS`]
     /// panels at a time, so the logits never need a `[n, n_rows]` buffer.
     pub fn scan_batch(&self, hs: &[f32], outs: &mut [TopK]) {
+        debug_assert_eq!(hs.len(), outs.len() * self.d);
+        CONTEXTS.with(|q| {
+            let q = &mut *q.borrow_mut();
+            self.quantize(hs, q);
+            self.scan_quantized(q, outs);
+        });
+    }
+
+    /// [`Self::scan_batch`] for contexts already quantized by [`Self::quantize`].
+    pub fn scan_quantized(&self, q: &Quantized, outs: &mut [TopK]) {
+        assert_eq!(q.d4, self.d4, "contexts quantized for another width");
         let n = outs.len();
-        debug_assert_eq!(hs.len(), n * self.d);
-        SCAN.with(|s| {
-            let (hu, inv_h, tile) = &mut *s.borrow_mut();
-            self.quantize_contexts(hs, hu, inv_h);
+        debug_assert_eq!(q.len(), n);
+        TILE.with(|tile| {
+            let tile = &mut *tile.borrow_mut();
             let n_panels = self.n_rows.div_ceil(PANEL);
             for p in (0..n_panels).step_by(SCAN_PANELS) {
                 let panels = p..(p + SCAN_PANELS).min(n_panels);
                 let first = p * PANEL;
                 let rows = (self.n_rows - first).min(SCAN_PANELS * PANEL);
                 tile.resize(n * rows, 0.0);
-                self.logits_panels(hu, inv_h, panels, tile, rows);
+                self.logits_panels(&q.hu, &q.inv_h, panels, tile, rows);
                 for (q, out) in outs.iter_mut().enumerate() {
                     let mut thr = out.threshold();
                     for (r, &l) in tile[q * rows..(q + 1) * rows].iter().enumerate() {
@@ -351,9 +374,45 @@ impl Int8Matrix {
 /// Panels a scan scores per pass (512 rows: their logits for a batch of contexts stay in L1/L2).
 const SCAN_PANELS: usize = 32;
 
+/// Contexts `[n, d]` quantized for [`Int8Matrix`] products: u8 (`q + 128`), each padded to
+/// `d4`, and each one's `1 / s_h`. Any matrix of the same width takes them.
+#[derive(Debug, Clone, Default)]
+pub struct Quantized {
+    d4: usize,
+    /// `[n, d4]`
+    hu: Vec<u8>,
+    /// `[n]`
+    inv_h: Vec<f32>,
+}
+
+impl Quantized {
+    /// Contexts held.
+    pub fn len(&self) -> usize {
+        self.inv_h.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.inv_h.is_empty()
+    }
+
+    /// Replaces `self` with the contexts `idx` of `from`, in that order (a copy of bytes, not
+    /// a new quantization).
+    pub fn select(&mut self, from: &Quantized, idx: &[usize]) {
+        self.d4 = from.d4;
+        self.hu.clear();
+        self.inv_h.clear();
+        for &i in idx {
+            self.hu
+                .extend_from_slice(&from.hu[i * from.d4..(i + 1) * from.d4]);
+            self.inv_h.push(from.inv_h[i]);
+        }
+    }
+}
+
 thread_local! {
-    /// Quantized contexts, their scales and a scan's logits, reused across calls.
-    static SCAN: RefCell<(Vec<u8>, Vec<f32>, Vec<f32>)> = RefCell::default();
+    /// Quantized contexts and a scan's logits, reused across calls.
+    static CONTEXTS: RefCell<Quantized> = RefCell::default();
+    static TILE: RefCell<Vec<f32>> = RefCell::default();
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -395,7 +454,7 @@ mod vnni {
         }
     }
 
-    /// [`Int8Matrix::quantize_contexts`] compiled for AVX-512.
+    /// [`Int8Matrix::quantize`] compiled for AVX-512.
     #[target_feature(enable = "avx512f,avx512vnni")]
     pub(super) unsafe fn quantize_contexts(
         m: &Int8Matrix,
