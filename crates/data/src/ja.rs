@@ -35,7 +35,8 @@ pub const SOURCES: [&str; 4] = [
 /// KWDLC train sentences held out for validation (the last ones).
 pub const VALID_SENTENCES: usize = 1000;
 
-fn io(path: &Path) -> impl FnOnce(std::io::Error) -> Error + '_ {
+/// Maps an I/O error on `path` to the data layer's error.
+pub(crate) fn io(path: &Path) -> impl FnOnce(std::io::Error) -> Error + '_ {
     move |source| Error::Io {
         path: path.to_path_buf(),
         source,

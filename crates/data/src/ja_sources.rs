@@ -8,10 +8,12 @@
 //! - [`aozora_sentences`]: an Aozora text (Shift_JIS decoded) → its body's sentences, ruby and
 //!   editor's notes stripped, or `None` for a text in pre-war kana spelling.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use fastsoftmax_infer::files::write_atomic;
+
+use crate::ja::io;
 use crate::Error;
 
 type Result<T> = std::result::Result<T, Error>;
@@ -20,13 +22,6 @@ pub const KWDLC_REPO: &str = "https://github.com/ku-nlp/KWDLC";
 pub const AOZORA_REPO: &str = "https://github.com/aozorahack/aozorabunko_text";
 /// Works taken from Aozora, in card order, among those in modern kana spelling.
 pub const AOZORA_WORKS: usize = 3073;
-
-fn io(path: &Path) -> impl FnOnce(std::io::Error) -> Error + '_ {
-    move |source| Error::Io {
-        path: path.to_path_buf(),
-        source,
-    }
-}
 
 /// One KNP sentence: its id and morphemes `(surface, reading, "POS-subPOS")`.
 #[derive(Debug, Clone, PartialEq)]
@@ -238,14 +233,6 @@ fn files_with(dir: &Path, ext: &str, out: &mut Vec<PathBuf>) -> Result<()> {
     Ok(())
 }
 
-fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    let tmp = path.with_extension("tmp");
-    let mut f = std::fs::File::create(&tmp).map_err(io(&tmp))?;
-    f.write_all(bytes).map_err(io(&tmp))?;
-    drop(f);
-    std::fs::rename(&tmp, path).map_err(io(path))
-}
-
 /// Clones both repositories under `cache` and writes the four source files into `out`.
 pub fn fetch(cache: &Path, out: &Path) -> Result<()> {
     std::fs::create_dir_all(out).map_err(io(out))?;
@@ -314,7 +301,7 @@ pub fn fetch(cache: &Path, out: &Path) -> Result<()> {
     let mut xz = Vec::new();
     lzma_rs::xz_compress(&mut body.as_bytes(), &mut xz)
         .map_err(|e| Error::Invalid(format!("compressing the Aozora text: {e}")))?;
-    write_atomic(&out.join("aozora-modern.txt.xz"), &xz)
+    Ok(write_atomic(&out.join("aozora-modern.txt.xz"), &xz)?)
 }
 
 #[cfg(test)]
