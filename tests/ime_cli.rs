@@ -64,6 +64,98 @@ fn converts_and_evaluates_with_kneser_ney() {
     assert!(report["top10"].as_f64().unwrap() >= top1);
 }
 
+/// Domain adaptation: a second model on the in-domain text, its weight fitted on valid.txt.
+#[test]
+fn interpolates_an_in_domain_model() {
+    let dir = tempfile::tempdir().unwrap();
+    write_fixture(dir.path());
+    let data = dir.path().to_str().unwrap();
+    std::fs::write(dir.path().join("local.txt"), "京/きょう に/に 行く/いく\n").unwrap();
+    std::fs::write(dir.path().join("valid.txt"), "京/きょう に/に 行く/いく\n").unwrap();
+    let local = dir.path().join("local.txt");
+    let args = ["--in-domain", local.to_str().unwrap(), "きょうにいく"];
+    let (ok, out, err) = ime("convert", data, &args);
+    assert!(ok, "{err}");
+    assert!(
+        err.contains("interpolated") && err.contains("valid.txt"),
+        "{err}"
+    );
+    assert!(out.lines().nth(1).unwrap().contains("京に行く"), "{out}");
+}
+
+/// `ime pack` makes a converter folder that converts without DATA; the packed lexicon refuses
+/// to sit beside another model.
+#[test]
+fn packs_a_trained_lstm_into_a_converter_folder() {
+    let dir = tempfile::tempdir().unwrap();
+    write_fixture(dir.path());
+    let data = dir.path().to_str().unwrap();
+    let config = dir.path().join("tiny.json");
+    std::fs::write(
+        &config,
+        r#"{"model": {"cell": "lstm", "d_embed": 8, "d_hidden": 8, "n_layers": 1,
+            "dropout": 0.0, "tied": true, "init_range": 0.1},
+            "train": {"lr": 1.0, "lr_decay": 0.5, "decay_from_epoch": 9, "epochs": 1,
+            "batch_size": 2, "bptt": 4, "clip_norm": 0.25, "seed": 1, "min_count": 1,
+            "softmax": {"kind": "full"}}}"#,
+    )
+    .unwrap();
+    let train = dir.path().join("train.txt");
+    let run = dir.path().join("run");
+    let packed = dir.path().join("packed");
+    let (p, t, r) = (
+        packed.to_str().unwrap(),
+        train.to_str().unwrap(),
+        run.to_str().unwrap(),
+    );
+    let (ok, _, err) = cli(&[
+        "train-lm",
+        "--config",
+        config.to_str().unwrap(),
+        "--train",
+        t,
+        "--valid",
+        t,
+        "--test",
+        t,
+        "--out",
+        r,
+        "--quiet",
+    ]);
+    assert!(ok, "{err}");
+    let (ok, out, err) = cli(&["ime", "pack", "--model", r, "--data", data, "--out", p]);
+    assert!(ok, "{err}");
+    assert!(out.contains("int8 rows"), "{out}");
+    for f in [
+        "manifest.json",
+        "model.safetensors",
+        "lexicon.tsv.gz",
+        "command.txt",
+    ] {
+        assert!(packed.join(f).exists(), "{f}");
+    }
+    // No DATA needed: the lexicon travels with the model (ねこ → 猫 comes from ipadic.tsv).
+    let (ok, out, err) = cli(&[
+        "ime",
+        "convert",
+        "--data",
+        "/nonexistent",
+        "--lm",
+        "lstm",
+        "--model",
+        p,
+        "ねこ",
+    ]);
+    assert!(ok, "{err}");
+    assert!(out.contains("猫"), "{out}");
+    // The packed lexicon beside another model (here the f32 original).
+    for f in ["manifest.json", "model.safetensors"] {
+        std::fs::copy(run.join(f), packed.join(f)).unwrap();
+    }
+    let (ok, _, err) = cli(&["ime", "convert", "--lm", "lstm", "--model", p, "ねこ"]);
+    assert!(!ok && err.contains("another language model"), "{err}");
+}
+
 #[test]
 fn bad_input_gets_clear_errors() {
     let dir = tempfile::tempdir().unwrap();

@@ -8,8 +8,9 @@ use std::time::Instant;
 
 use anyhow::{bail, Context};
 use clap::{Args, Subcommand, ValueEnum};
+use fastsoftmax_ime::model::{lexicon_of, Entry, LEXICON_FILE};
 use fastsoftmax_ime::{
-    Decoder, KnScorer, KneserNey, Lexicon, LstmScorer, Romaji, Scorer, Spelling,
+    Decoder, ImeModel, KnScorer, KneserNey, Lexicon, LstmScorer, Romaji, Scorer, Spelling,
 };
 use indicatif::{ProgressBar, ProgressStyle};
 
@@ -53,6 +54,24 @@ enum Action {
         /// The reading to convert.
         input: String,
     },
+    /// Pack a trained LSTM (a `train-lm` folder) and its lexicon into one converter folder an
+    /// app ships: the model with int8 vocabulary matrices (a quarter of the size) and
+    /// `lexicon.tsv.gz` (the words outside its vocabulary, from DATA). `ime eval|convert --lm
+    /// lstm --model OUT` then needs no DATA.
+    Pack {
+        /// The `train-lm` output folder.
+        #[arg(long)]
+        model: PathBuf,
+        /// `data fetch ja`'s folder (words.tsv, ipadic.tsv).
+        #[arg(long, default_value = "data/ja")]
+        data: PathBuf,
+        /// The converter folder to write (e.g. assets/models/ime-ja).
+        #[arg(long)]
+        out: PathBuf,
+        /// Keep the weights in f32 (four times the size of the default int8 rows).
+        #[arg(long)]
+        f32: bool,
+    },
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -79,6 +98,11 @@ struct ModelArgs {
     /// Training text of the n-gram models (default: DATA/train.txt).
     #[arg(long)]
     train: Option<PathBuf>,
+    /// Domain adaptation of the n-gram models: a second model of the same order estimated on
+    /// this in-domain text (e.g. DATA/kwdlc-train.txt, the KWDLC part of train.txt),
+    /// interpolated with the first; the weights are fitted by EM on DATA/valid.txt.
+    #[arg(long, value_name = "FILE")]
+    in_domain: Option<PathBuf>,
     /// The LSTM language model (a `train-lm` output folder) for --lm lstm; its vocabulary is
     /// the lexicon's.
     #[arg(long)]
@@ -106,8 +130,9 @@ struct Built {
 
 enum Model {
     Lstm(Box<fastsoftmax_infer::LanguageModel>),
-    /// The n-gram model; `<eos>` is word 0 (start and end of sentence).
-    Kn(KneserNey),
+    /// The n-gram models with their interpolation weights; `<eos>` is word 0 (start and end of
+    /// sentence).
+    Kn(Vec<(KneserNey, f32)>),
 }
 
 const EOS: &str = "<eos>";
@@ -137,114 +162,130 @@ fn read_counts(data: &Path) -> anyhow::Result<Vec<(String, u64)>> {
     Ok(out)
 }
 
+/// The lexicon's words outside `in_vocab`: the rarer training words of words.tsv with their
+/// counts, then ipadic's entries (count 0).
+fn extra_entries(
+    data: &Path,
+    counts: &[(String, u64)],
+    in_vocab: impl Fn(&str) -> bool,
+) -> anyhow::Result<Vec<Entry>> {
+    let mut extra: Vec<Entry> = counts
+        .iter()
+        .filter(|(w, _)| !in_vocab(w))
+        .filter_map(|(w, c)| {
+            let (display, reading) = fastsoftmax_ime::lattice::split_word(w)?;
+            Some((reading.to_string(), display.to_string(), *c))
+        })
+        .collect();
+    for line in open(&data.join("ipadic.tsv"))?.lines() {
+        if let Some((r, d)) = line?.split_once('\t') {
+            if !r.is_empty() && !d.is_empty() {
+                extra.push((r.to_string(), d.to_string(), 0));
+            }
+        }
+    }
+    Ok(extra)
+}
+
 fn build(m: &ModelArgs) -> anyhow::Result<Built> {
     let started = Instant::now();
-    let counts = read_counts(&m.data)?;
-    // The LM's vocabulary: the LSTM's own, or `<eos>`, `<unk>` and the words seen often enough.
-    let (vocab, lstm) = match (m.lm, &m.model) {
-        (Lm::Lstm, None) => bail!("--lm lstm needs --model DIR (a `train-lm` output folder)"),
-        (Lm::Lstm, Some(dir)) => {
+    // The LSTM: a packed converter folder carries its lexicon; a `train-lm` folder takes it
+    // from DATA.
+    if m.lm == Lm::Lstm {
+        let Some(dir) = &m.model else {
+            bail!("--lm lstm needs --model DIR (a converter folder from `ime pack`, or a `train-lm` output folder)");
+        };
+        let model = if dir.join(LEXICON_FILE).exists() {
+            ImeModel::load(dir)
+                .with_context(|| format!("loading the converter in {}", dir.display()))?
+        } else {
             let lm = fastsoftmax_infer::LanguageModel::load(dir)
                 .with_context(|| format!("loading the language model in {}", dir.display()))?;
-            let words = lm.vocab().words().to_vec();
-            let readable = words
-                .iter()
-                .filter(|w| fastsoftmax_ime::lattice::split_word(w).is_some())
-                .count();
-            if readable * 2 < words.len() {
-                bail!(
-                    "{}: only {readable} of its {} words are `display/reading`: not an IME \
-                     language model (train it on data/ja/train.txt)",
-                    dir.display(),
-                    words.len()
-                );
-            }
-            (words, Some(lm))
-        }
-        (_, _) => {
-            let mut v = vec![EOS.to_string(), UNK.to_string()];
-            v.extend(
-                counts
-                    .iter()
-                    .filter(|(w, c)| *c >= m.min_count && w != UNK && w != EOS)
-                    .map(|(w, _)| w.clone()),
-            );
-            (v, None)
-        }
-    };
+            let extra = extra_entries(&m.data, &read_counts(&m.data)?, |w| {
+                lm.vocab().get(w).is_some()
+            })?;
+            ImeModel::new(lm, &extra).with_context(|| format!("{}", dir.display()))?
+        };
+        eprintln!(
+            "LSTM language model {} ({} words), {} lexicon entries ({} readings) in {:.0} s",
+            dir.display(),
+            model.lm.vocab().len(),
+            model.lexicon.len(),
+            model.lexicon.readings(),
+            started.elapsed().as_secs_f64()
+        );
+        return Ok(Built {
+            lexicon: model.lexicon,
+            katakana: m.katakana,
+            spelling: model.spelling,
+            lm: Model::Lstm(Box::new(model.lm)),
+        });
+    }
+    // The n-gram models: `<eos>`, `<unk>` and the words seen often enough.
+    let counts = read_counts(&m.data)?;
+    let mut vocab = vec![EOS.to_string(), UNK.to_string()];
+    vocab.extend(
+        counts
+            .iter()
+            .filter(|(w, c)| *c >= m.min_count && w != UNK && w != EOS)
+            .map(|(w, _)| w.clone()),
+    );
     let ids: HashMap<&str, u32> = vocab
         .iter()
         .enumerate()
         .map(|(i, w)| (w.as_str(), i as u32))
         .collect();
-    let unk = *ids
-        .get(UNK)
-        .context("the language model has no <unk> word")?;
-    // Spelling model of the words the LM reads as `<unk>`.
-    let spelling = Spelling::estimate(
-        unk,
-        counts
-            .iter()
-            .filter(|(w, _)| !ids.contains_key(w.as_str()))
-            .filter_map(|(w, c)| Some((fastsoftmax_ime::lattice::split_word(w)?.0, *c))),
-    );
-    // Lexicon: the vocabulary, then ipadic's entries.
-    let ipadic: Vec<(String, String)> = open(&m.data.join("ipadic.tsv"))?
-        .lines()
-        .map_while(Result::ok)
-        .filter_map(|l| {
-            l.split_once('\t')
-                .map(|(r, d)| (r.to_string(), d.to_string()))
-        })
-        .collect();
-    let lexicon = Lexicon::build(
-        &vocab,
-        ipadic.iter().map(|(r, d)| (r.as_str(), d.as_str())),
-        &spelling,
-    );
-    let lm = match lstm {
-        Some(lm) => {
-            eprintln!(
-                "LSTM language model {} ({} words), {} lexicon entries ({} readings) in {:.0} s",
-                m.model.as_deref().unwrap_or(Path::new("")).display(),
-                vocab.len(),
-                lexicon.len(),
-                lexicon.readings(),
-                started.elapsed().as_secs_f64()
-            );
-            Model::Lstm(Box::new(lm))
-        }
-        None => {
-            let order = match m.lm {
-                Lm::Kn3 | Lm::Lstm => 3,
-                Lm::Kn2 => 2,
-                Lm::Kn1 => 1,
-            };
-            let train = m.train.clone().unwrap_or_else(|| m.data.join("train.txt"));
-            let sentences: Vec<Vec<u32>> = open(&train)?
-                .lines()
-                .map(|l| {
-                    l.map(|l| {
-                        l.split(' ')
-                            .filter(|w| !w.is_empty())
-                            .map(|w| ids.get(w).copied().unwrap_or(unk))
-                            .collect()
-                    })
-                })
-                .collect::<Result<_, _>>()?;
-            let kn = KneserNey::estimate(&sentences, order, vocab.len(), 0, 0)?;
-            eprintln!(
-                "{}-gram Kneser–Ney on {} sentences, {} words in the vocabulary, {} lexicon \
+    let unk = 1;
+    let extra = extra_entries(&m.data, &counts, |w| ids.contains_key(w))?;
+    let (lexicon, spelling) = lexicon_of(&vocab, unk, &extra);
+    let lm = {
+        let order = match m.lm {
+            Lm::Kn3 | Lm::Lstm => 3,
+            Lm::Kn2 => 2,
+            Lm::Kn1 => 1,
+        };
+        let read = |path: &Path| -> anyhow::Result<Vec<Vec<u32>>> {
+            let mut sentences = Vec::new();
+            for line in open(path)?.lines() {
+                let ids_of_line: Vec<u32> = line?
+                    .split(' ')
+                    .filter(|w| !w.is_empty())
+                    .map(|w| ids.get(w).copied().unwrap_or(unk))
+                    .collect();
+                sentences.push(ids_of_line);
+            }
+            Ok(sentences)
+        };
+        let train = m.train.clone().unwrap_or_else(|| m.data.join("train.txt"));
+        let sentences = read(&train)?;
+        let general = KneserNey::estimate(&sentences, order, vocab.len(), 0, 0)?;
+        eprintln!(
+            "{}-gram Kneser–Ney on {} sentences, {} words in the vocabulary, {} lexicon \
                  entries ({} readings) in {:.0} s",
-                order,
-                sentences.len(),
-                vocab.len(),
-                lexicon.len(),
-                lexicon.readings(),
-                started.elapsed().as_secs_f64()
-            );
-            Model::Kn(kn)
-        }
+            order,
+            sentences.len(),
+            vocab.len(),
+            lexicon.len(),
+            lexicon.readings(),
+            started.elapsed().as_secs_f64()
+        );
+        let kn = match &m.in_domain {
+            None => vec![(general, 1.0)],
+            Some(path) => {
+                let local = KneserNey::estimate(&read(path)?, order, vocab.len(), 0, 0)?;
+                let valid = read(&m.data.join("valid.txt"))?;
+                let w = fastsoftmax_ime::mixture_weights(&[&general, &local], &valid, 0);
+                eprintln!(
+                    "interpolated with the model of {} (weights {:.3} / {:.3}, fitted on \
+                         valid.txt)",
+                    path.display(),
+                    w[0],
+                    w[1]
+                );
+                vec![(general, w[0] as f32), (local, w[1] as f32)]
+            }
+        };
+        Model::Kn(kn)
     };
     Ok(Built {
         lexicon,
@@ -312,7 +353,10 @@ fn with_scorer<T>(
 ) -> anyhow::Result<T> {
     Ok(match &b.lm {
         Model::Kn(kn) => {
-            let mut s = KnScorer { lm: kn, end: 0 };
+            let mut s = KnScorer {
+                models: kn.iter().map(|(m, w)| (m, *w)).collect(),
+                end: 0,
+            };
             f(&mut |kana, n, ms| convert(&mut s, b, beam, kana, n, ms))
         }
         Model::Lstm(lm) => {
@@ -324,8 +368,56 @@ fn with_scorer<T>(
     })
 }
 
+/// `ime pack`: the model (int8 rows unless `f32`), its lexicon, and its provenance files.
+fn pack(model: &Path, data: &Path, out: &Path, f32: bool) -> anyhow::Result<()> {
+    let weights = fastsoftmax_infer::model::artifact::LmWeights::load(model)
+        .with_context(|| format!("loading the language model in {}", model.display()))?;
+    let counts = read_counts(data)?;
+    let extra = extra_entries(data, &counts, |w| weights.vocab.get(w).is_some())?;
+    if f32 {
+        weights.save(out)?;
+    } else {
+        weights.save_int8(out)?;
+    }
+    fastsoftmax_ime::model::write_lexicon(out, &extra)?;
+    // Provenance: the training run's config, log and metrics, and every command.
+    for f in [
+        "config.json",
+        "train.log",
+        "train_state.json",
+        "metrics.json",
+    ] {
+        if model.join(f).exists() {
+            std::fs::copy(model.join(f), out.join(f))
+                .with_context(|| format!("copying {} into {}", f, out.display()))?;
+        }
+    }
+    let trained = std::fs::read_to_string(model.join("command.txt")).unwrap_or_default();
+    let command = std::env::args().collect::<Vec<_>>().join(" ");
+    fastsoftmax_infer::files::write_atomic(
+        &out.join("command.txt"),
+        format!("{}{command}\n", trained).as_bytes(),
+    )?;
+    let check = ImeModel::load(out).with_context(|| format!("re-reading {}", out.display()))?;
+    println!(
+        "{}: {} words in the language model ({}), {} lexicon entries over {} readings",
+        out.display(),
+        check.lm.vocab().len(),
+        if f32 { "f32" } else { "int8 rows" },
+        check.lexicon.len(),
+        check.lexicon.readings()
+    );
+    Ok(())
+}
+
 pub fn run(a: ImeArgs) -> anyhow::Result<()> {
     match a.action {
+        Action::Pack {
+            model,
+            data,
+            out,
+            f32,
+        } => pack(&model, &data, &out, f32),
         Action::Convert {
             model,
             romaji,

@@ -30,6 +30,11 @@ pub struct TrainLmArgs {
     /// Continue the run in OUT from its last checkpoint.
     #[arg(long)]
     resume: bool,
+    /// Start from a trained model (a `train-lm` output folder): its vocabulary and best
+    /// weights, e.g. to fine-tune a general model on in-domain text with a lower learning rate.
+    /// The config's model section must match it.
+    #[arg(long, value_name = "DIR")]
+    init: Option<PathBuf>,
     /// burn backend: flex (default), ndarray or wgpu (the latter two need the cargo feature).
     #[arg(long, default_value = "flex")]
     backend: String,
@@ -90,6 +95,7 @@ pub fn run(a: TrainLmArgs) -> anyhow::Result<()> {
         test: test.exists().then_some(test),
         out: a.out.clone(),
         resume: a.resume,
+        init: a.init.clone(),
         max_windows: a.max_windows,
         budget: budget(a.budget_minutes)?,
         progress: !a.quiet,

@@ -7,6 +7,8 @@
 //! - `train.txt`, `valid.txt`, `test.txt`: one sentence per line, words separated by spaces
 //!   (train = Aozora + KWDLC train minus its last 1,000 sentences, valid = those 1,000, test =
 //!   the KWDLC test split, for perplexity only);
+//! - `kwdlc-train.txt`: the KWDLC part of `train.txt`, the in-domain text for adapting the
+//!   language models to the evaluation's web text;
 //! - `words.tsv`: every training word with its count, most frequent first;
 //! - `ipadic.tsv`: `reading<TAB>display` of every ipadic entry (the lattice's words outside the
 //!   LM's vocabulary);
@@ -371,7 +373,7 @@ pub fn prepare(
     }
     progress(sentences.len(), sentences.len());
     stats.aozora_sentences = sentences.len();
-    train.extend(kwdlc);
+    train.extend(kwdlc.iter().cloned());
 
     // Word counts of the training text.
     let mut counts: HashMap<&str, usize> = HashMap::new();
@@ -404,6 +406,7 @@ pub fn prepare(
     write_lines(&out.join("valid.txt"), &valid)?;
     write_lines(&out.join("test.txt"), &test)?;
     write_lines(&out.join("train.txt"), &train)?;
+    write_lines(&out.join("kwdlc-train.txt"), &kwdlc)?;
     // Last, so its presence means the folder is complete.
     let json = serde_json::to_string_pretty(&stats).unwrap_or_default();
     write_lines(&out.join("stats.json"), [&json])?;

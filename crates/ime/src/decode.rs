@@ -24,8 +24,13 @@ pub trait Scorer {
     fn end(&self) -> u32;
 }
 
-/// How words outside the LM's vocabulary are scored: through `<unk>` plus a character model of
-/// their display (`ln p(c)` per character, a floor for unseen characters, and an end term).
+/// How words outside the LM's vocabulary are scored: `ln p(<unk> | h) + ln p(w | <unk>)`, where
+/// `p(w | <unk>)` is Witten–Bell smoothing of the word's count among the training tokens the LM
+/// reads as `<unk>`, with a character model of their displays as the base distribution:
+///
+/// `p(w | <unk>) = (c(w) + T · p_char(w)) / (N + T)`, `N` tokens of `T` distinct words.
+///
+/// A rare word the training text holds thus outranks an unseen one of the same spelling.
 #[derive(Debug, Clone)]
 pub struct Spelling {
     pub unk: u32,
@@ -34,21 +39,26 @@ pub struct Spelling {
     pub unseen: f32,
     /// `ln p(end of word)`.
     pub end: f32,
+    /// `N`: training tokens outside the vocabulary.
+    pub tokens: u64,
+    /// `T`: distinct words among them.
+    pub types: u64,
 }
 
 impl Spelling {
-    /// A character model of `words` (`(display, count)`, the words the LM reads as `<unk>`):
+    /// The model of `words` (`(display, count)`, the training words the LM reads as `<unk>`):
     /// `p(c)` by count (add-one over the characters seen), a geometric length with the mean
     /// of these words.
     pub fn estimate<'a>(unk: u32, words: impl IntoIterator<Item = (&'a str, u64)>) -> Self {
         let mut chars: HashMap<char, u64> = HashMap::new();
-        let (mut n_chars, mut n_words) = (0u64, 0u64);
+        let (mut n_chars, mut n_words, mut types) = (0u64, 0u64, 0u64);
         for (display, count) in words {
             for c in display.chars() {
                 *chars.entry(c).or_default() += count;
                 n_chars += count;
             }
             n_words += count;
+            types += (count > 0) as u64;
         }
         let total = (n_chars + chars.len() as u64 + 1) as f32;
         let p_end = (n_words.max(1) as f32 / (n_chars + n_words).max(1) as f32).min(0.99);
@@ -61,16 +71,26 @@ impl Spelling {
                 .collect(),
             unseen: (1.0 / total).ln() + cont,
             end: p_end.ln(),
+            tokens: n_words,
+            types,
         }
     }
 
-    /// `ln p(display)` under the character model.
+    /// `ln p_char(display)` under the character model.
     pub fn log_prob(&self, display: &str) -> f32 {
         display
             .chars()
             .map(|c| self.log_p_char.get(&c).copied().unwrap_or(self.unseen))
             .sum::<f32>()
             + self.end
+    }
+
+    /// `ln p(w | <unk>)` of a word seen `count` times in the training text (0: a dictionary
+    /// word the text lacks).
+    pub fn log_prob_word(&self, display: &str, count: u64) -> f32 {
+        let t = self.types.max(1) as f64;
+        let p_char = (self.log_prob(display) as f64).exp();
+        ((count as f64 + t * p_char) / (self.tokens as f64 + t)).ln() as f32
     }
 }
 
@@ -202,10 +222,10 @@ impl<S: Scorer> Decoder<S> {
                 let mut buf = [0u8; 4];
                 (
                     self.spelling.unk,
-                    self.spelling.log_prob(c.encode_utf8(&mut buf)),
+                    self.spelling.log_prob_word(c.encode_utf8(&mut buf), 0),
                 )
             }
-            NodeKind::Katakana(k) => (self.spelling.unk, self.spelling.log_prob(k)),
+            NodeKind::Katakana(k) => (self.spelling.unk, self.spelling.log_prob_word(k, 0)),
         }
     }
 
@@ -252,5 +272,24 @@ impl<S: Scorer> Decoder<S> {
         }
         words.reverse();
         words
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seen_rare_words_outrank_unseen_ones_and_mass_stays_below_one() {
+        let s = Spelling::estimate(1, [("猫", 3), ("犬", 1), ("猫又", 1)]);
+        assert_eq!((s.tokens, s.types), (5, 3));
+        assert!(s.log_prob_word("猫", 3) > s.log_prob_word("犬", 1));
+        assert!(s.log_prob_word("犬", 1) > s.log_prob_word("犬", 0));
+        // Witten–Bell: the seen words take N / (N + T) and leave T / (N + T) to the rest.
+        let seen: f64 = [("猫", 3), ("犬", 1), ("猫又", 1)]
+            .iter()
+            .map(|&(d, c)| (s.log_prob_word(d, c) as f64).exp())
+            .sum();
+        assert!(seen > 5.0 / 8.0 && seen < 1.0, "{seen}");
     }
 }

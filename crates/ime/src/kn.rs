@@ -215,28 +215,94 @@ impl KneserNey {
     }
 }
 
-/// A [`KneserNey`] model as the decoder's [`Scorer`]: the state is the last `order − 1` words.
+/// Linear interpolation weights of n-gram models over one vocabulary, fitted by EM to maximise
+/// the likelihood of `held_out` (sentences of word ids, each ended by `end`): the standard
+/// domain adaptation of a large general model with a small in-domain one. Starts from equal
+/// weights; returns one weight per model, summing to 1.
+pub fn mixture_weights(models: &[&KneserNey], held_out: &[Vec<u32>], end: u32) -> Vec<f64> {
+    let k = models.len();
+    let mut lambda = vec![1.0 / k as f64; k];
+    // p_i of every held-out token, computed once.
+    let mut probs: Vec<Vec<f64>> = Vec::new();
+    for sentence in held_out {
+        let mut history = vec![models[0].start()];
+        for &w in sentence.iter().chain([&end]) {
+            probs.push(models.iter().map(|m| m.prob(&history, w) as f64).collect());
+            history.push(w);
+        }
+    }
+    if probs.is_empty() {
+        return lambda;
+    }
+    for _ in 0..50 {
+        let mut next = vec![0.0; k];
+        for p in &probs {
+            let total: f64 = p.iter().zip(&lambda).map(|(p, l)| p * l).sum();
+            if total > 0.0 {
+                for i in 0..k {
+                    next[i] += lambda[i] * p[i] / total;
+                }
+            }
+        }
+        let sum: f64 = next.iter().sum();
+        if sum <= 0.0 {
+            break;
+        }
+        lambda = next.into_iter().map(|x| x / sum).collect();
+    }
+    lambda
+}
+
+/// [`KneserNey`] models as the decoder's [`Scorer`]: `p(w | h) = Σ λ_i p_i(w | h)` (one model
+/// with weight 1, or a mixture from [`mixture_weights`]); the state is the last `order − 1`
+/// words of the longest model.
 pub struct KnScorer<'a> {
-    pub lm: &'a KneserNey,
+    /// `(model, λ)`; the models share the vocabulary and the start symbol.
+    pub models: Vec<(&'a KneserNey, f32)>,
     /// The end-of-sentence word.
     pub end: u32,
+}
+
+impl<'a> KnScorer<'a> {
+    /// One model; word 0 ends sentences.
+    pub fn new(lm: &'a KneserNey) -> Self {
+        KnScorer {
+            models: vec![(lm, 1.0)],
+            end: 0,
+        }
+    }
+
+    /// `ln p(w | history)` under the mixture.
+    pub fn log_prob(&self, history: &[u32], w: u32) -> f32 {
+        self.models
+            .iter()
+            .map(|&(m, l)| l * m.prob(history, w))
+            .sum::<f32>()
+            .ln()
+    }
 }
 
 impl Scorer for KnScorer<'_> {
     type State = Vec<u32>;
 
     fn initial(&mut self) -> Vec<u32> {
-        vec![self.lm.start()]
+        vec![self.models[0].0.start()]
     }
 
     fn log_probs(&mut self, state: &Vec<u32>, words: &[u32], out: &mut [f32]) {
         for (o, &w) in out.iter_mut().zip(words) {
-            *o = self.lm.log_prob(state, w);
+            *o = self.log_prob(state, w);
         }
     }
 
     fn advance(&mut self, from: &[(&Vec<u32>, u32)]) -> Vec<Vec<u32>> {
-        let keep = self.lm.order() - 1;
+        let keep = self
+            .models
+            .iter()
+            .map(|(m, _)| m.order())
+            .max()
+            .unwrap_or(1)
+            - 1;
         from.iter()
             .map(|&(h, w)| {
                 let mut next: Vec<u32> = h.iter().copied().chain([w]).collect();
@@ -336,5 +402,26 @@ mod tests {
             "word 3 outside a vocabulary of 3"
         );
         assert!(KneserNey::estimate(&c, 2, 4, 9, S).is_err());
+    }
+
+    /// EM puts the weight on the model of the held-out text's domain, and the mixture is still
+    /// a distribution.
+    #[test]
+    fn mixture_weights_follow_the_held_out_domain() {
+        let general = KneserNey::estimate(&corpus(), 2, 4, S, S).unwrap();
+        let domain: Vec<Vec<u32>> = vec![vec![3, 3, 1]; 4];
+        let local = KneserNey::estimate(&domain, 2, 4, S, S).unwrap();
+        let w = mixture_weights(&[&general, &local], &[vec![3, 3, 1], vec![3, 1]], S);
+        assert!((w.iter().sum::<f64>() - 1.0).abs() < 1e-9);
+        assert!(w[1] > 0.7, "{w:?}");
+        let s = KnScorer {
+            models: vec![(&general, w[0] as f32), (&local, w[1] as f32)],
+            end: S,
+        };
+        for h in [vec![S], vec![S, 3], vec![2]] {
+            let total: f32 = (0..4).map(|v| s.log_prob(&h, v).exp()).sum();
+            assert!((total - 1.0).abs() < 1e-5, "{h:?}: {total}");
+        }
+        assert_eq!(mixture_weights(&[&general, &local], &[], S), vec![0.5, 0.5]);
     }
 }

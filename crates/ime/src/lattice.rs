@@ -89,11 +89,13 @@ pub fn split_word(word: &str) -> Option<(&str, &str)> {
 
 impl Lexicon {
     /// The lattice's lexicon: every LM word `display/reading` (`vocab[id]`; words of another
-    /// form, such as `<unk>`, are skipped), then every `(reading, display)` of `extra` the
-    /// vocabulary lacks, scored through `unk` plus the spelling model.
+    /// form, such as `<unk>`, are skipped), then every `(reading, display, count)` of `extra`
+    /// the vocabulary lacks (`count`: its training count, 0 for a dictionary word the text
+    /// lacks; a pair already present keeps its first score), scored through `unk` and
+    /// [`Spelling::log_prob_word`](crate::decode::Spelling::log_prob_word).
     pub fn build<'a>(
         vocab: &[String],
-        extra: impl IntoIterator<Item = (&'a str, &'a str)>,
+        extra: impl IntoIterator<Item = (&'a str, &'a str, u64)>,
         spelling: &crate::decode::Spelling,
     ) -> Self {
         let mut lex = Lexicon::new();
@@ -107,11 +109,11 @@ impl Lexicon {
                 lex.insert(reading, word);
             }
         }
-        for (reading, display) in extra {
+        for (reading, display, count) in extra {
             let word = Word {
                 display: display.to_string(),
                 lm_id: spelling.unk,
-                extra: spelling.log_prob(display),
+                extra: spelling.log_prob_word(display, count),
             };
             lex.insert(reading, word);
         }

@@ -8,15 +8,18 @@
 //!   [`decode::Scorer`]; n-best distinct conversions; backspace.
 //! - [`kn`]: interpolated modified Kneser–Ney n-gram models, the paper's baselines.
 //! - [`lstm`]: the LSTM language model (infer's step) with the full softmax.
+//! - [`model`]: the shipped converter folder: the LM and the lexicon of the words outside it.
 
 pub mod decode;
 pub mod kn;
 pub mod lattice;
 pub mod lstm;
+pub mod model;
 pub mod romaji;
 
 pub use decode::{Candidate, Decoder, Scorer, Spelling};
-pub use kn::{KnScorer, KneserNey};
+pub use kn::{mixture_weights, KnScorer, KneserNey};
 pub use lattice::{Lattice, Lexicon, Word};
 pub use lstm::{LstmScorer, LstmState};
+pub use model::ImeModel;
 pub use romaji::Romaji;

@@ -63,13 +63,15 @@ fn setup(order: usize) -> (KneserNey, Lexicon, Spelling) {
         log_p_char: HashMap::new(),
         unseen: -8.0,
         end: -1.0,
+        tokens: 0,
+        types: 0,
     };
     (lm, lex, spelling)
 }
 
 fn convert(kana: &str, order: usize) -> Vec<String> {
     let (lm, lex, spelling) = setup(order);
-    let mut scorer = KnScorer { lm: &lm, end: 0 };
+    let mut scorer = KnScorer::new(&lm);
     let mut dec = Decoder::new(&mut scorer, 10, spelling);
     for c in kana.chars() {
         dec.push(c, &lex, &mut scorer);
@@ -94,7 +96,7 @@ fn converts_with_the_context_of_the_model() {
 #[test]
 fn n_best_is_distinct_and_ordered() {
     let (lm, lex, spelling) = setup(3);
-    let mut scorer = KnScorer { lm: &lm, end: 0 };
+    let mut scorer = KnScorer::new(&lm);
     let mut dec = Decoder::new(&mut scorer, 10, spelling);
     for c in "きょうは".chars() {
         dec.push(c, &lex, &mut scorer);
@@ -118,7 +120,7 @@ fn n_best_is_distinct_and_ordered() {
 #[test]
 fn backspace_equals_typing_the_shorter_input() {
     let (lm, lex, spelling) = setup(3);
-    let mut scorer = KnScorer { lm: &lm, end: 0 };
+    let mut scorer = KnScorer::new(&lm);
     let mut dec = Decoder::new(&mut scorer, 10, spelling.clone());
     for c in "きょうはいいてんきです".chars() {
         dec.push(c, &lex, &mut scorer);
@@ -152,7 +154,7 @@ fn typed_romaji_converts() {
 fn long_input_stays_bounded() {
     // 500 kana: every key looks back at most the longest reading.
     let (lm, lex, spelling) = setup(2);
-    let mut scorer = KnScorer { lm: &lm, end: 0 };
+    let mut scorer = KnScorer::new(&lm);
     let mut dec = Decoder::new(&mut scorer, 10, spelling);
     let text: String = "きょうはいいてんき".chars().cycle().take(500).collect();
     for c in text.chars() {

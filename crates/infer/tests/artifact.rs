@@ -41,6 +41,55 @@ fn round_trip_is_exact() {
     assert!(err.contains("outside the vocabulary"), "{err}");
 }
 
+/// int8 storage: the vocabulary matrices come back within half a quantization step of each
+/// row, the rest exactly; a missing scale is an error that names it.
+#[test]
+fn int8_storage_round_trips_within_rounding() {
+    let dir = tempfile::tempdir().unwrap();
+    let w = fixture();
+    w.save_int8(dir.path()).unwrap();
+    let back = LmWeights::load(dir.path()).unwrap();
+    assert_eq!(back.layers, w.layers);
+    assert_eq!(back.output_bias, w.output_bias);
+    let d = w.spec.d_embed;
+    for (a, b) in w.embedding.chunks(d).zip(back.embedding.chunks(d)) {
+        let step = a.iter().fold(0.0f32, |m, x| m.max(x.abs())) / 127.0;
+        for (x, y) in a.iter().zip(b) {
+            assert!((x - y).abs() <= 0.5 * step + 1e-7, "{x} vs {y}");
+        }
+    }
+    assert_ne!(
+        back.embedding, w.embedding,
+        "the fixture should need rounding"
+    );
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join(MANIFEST_FILE)).unwrap()).unwrap();
+    assert_eq!(manifest["format_version"], 2);
+
+    // Rewrite the weights without the scale (and the digest to match): refused by name.
+    let bytes = std::fs::read(dir.path().join(WEIGHTS_FILE)).unwrap();
+    let st = safetensors::SafeTensors::deserialize(&bytes).unwrap();
+    let kept: Vec<(String, safetensors::tensor::TensorView)> = st
+        .tensors()
+        .into_iter()
+        .filter(|(n, _)| n != "embedding.scale")
+        .collect();
+    let mut kept_plus_dummy = kept;
+    // Keep the tensor count the manifest needs: another scale in place of this one.
+    let dummy = [0u8; 4];
+    kept_plus_dummy.push((
+        "other.scale".into(),
+        safetensors::tensor::TensorView::new(safetensors::Dtype::F32, vec![1], &dummy).unwrap(),
+    ));
+    let broken = safetensors::serialize(kept_plus_dummy, &None).unwrap();
+    std::fs::write(dir.path().join(WEIGHTS_FILE), &broken).unwrap();
+    edit_manifest(dir.path(), |v| {
+        v["sha256"][WEIGHTS_FILE] = files::sha256_hex(&broken).into();
+    });
+    let err = load_err(dir.path());
+    assert!(err.contains("embedding.scale"), "{err}");
+}
+
 #[test]
 fn missing_directory() {
     let err = load_err(Path::new("/nonexistent/model"));

@@ -36,6 +36,9 @@ pub struct TrainOptions {
     pub test: Option<PathBuf>,
     pub out: PathBuf,
     pub resume: bool,
+    /// Start from this trained model (a `train-lm` output folder): its vocabulary and its best
+    /// weights, e.g. to adapt it to in-domain text. The model config must match.
+    pub init: Option<PathBuf>,
     /// Stop each epoch after this many windows (quick runs and tests).
     pub max_windows: Option<usize>,
     /// Stop training once this much time has been spent on it (this invocation's training
@@ -123,8 +126,20 @@ const BEST: &str = "best.bpk";
 
 /// Trains (or resumes) and returns the final metrics. The best model is exported to `opts.out`.
 pub fn train(cfg: &ExperimentConfig, opts: &TrainOptions, device: &Device) -> Result<Metrics> {
-    let vocab =
-        fastsoftmax_data::corpus::vocab_of_file_min_count(&opts.train, cfg.train.min_count)?;
+    let vocab = match &opts.init {
+        Some(dir) => fastsoftmax_infer::LanguageModel::load(dir)
+            .map_err(|e| {
+                Error::Invalid(format!(
+                    "--init {}: {e}; give a `train-lm` output folder",
+                    dir.display()
+                ))
+            })?
+            .vocab()
+            .clone(),
+        None => {
+            fastsoftmax_data::corpus::vocab_of_file_min_count(&opts.train, cfg.train.min_count)?
+        }
+    };
     let train_ids = fastsoftmax_data::corpus::read_tokens(&opts.train, &vocab)?;
     // The sampled softmax's proposal (unigram counts of the training text) and its sample size.
     let sampler = match cfg.train.softmax {
@@ -164,6 +179,14 @@ pub fn train(cfg: &ExperimentConfig, opts: &TrainOptions, device: &Device) -> Re
 
     device.seed(cfg.train.seed);
     let mut model = cfg.model.init(vocab.len(), device);
+    if let (Some(dir), false) = (&opts.init, opts.resume) {
+        model = load_module(model, &dir.join(BEST)).map_err(|e| {
+            Error::Invalid(format!(
+                "--init {}: {e}; its model section must equal the config's",
+                dir.display()
+            ))
+        })?;
+    }
     let mut state = TrainState {
         config: cfg.clone(),
         vocab_size: vocab.len(),

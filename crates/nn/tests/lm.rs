@@ -113,6 +113,7 @@ fn train_config(epochs: usize) -> ExperimentConfig {
 
 fn options(dir: &Path, train: &Path, valid: &Path, resume: bool) -> TrainOptions {
     TrainOptions {
+        init: None,
         train: train.to_path_buf(),
         valid: valid.to_path_buf(),
         test: None,
@@ -192,6 +193,30 @@ fn training_learns_checkpoints_and_resumes() {
     }
     let best = engine.full_head().top_k(state.context(), 1).unwrap();
     assert_eq!(engine.vocab().word(best[0].id), "mat");
+
+    // --init starts a new run from these weights and this vocabulary: on a text with a new
+    // word, at a learning rate too small to move it, the first epoch already scores like the
+    // trained model and the vocabulary is unchanged.
+    let other_text = dir.path().join("other.txt");
+    std::fs::write(&other_text, "the cat sat on the rug\n".repeat(40)).unwrap();
+    let mut tune = train_config(1);
+    tune.train.lr = 1e-9;
+    let mut opts = options(dir.path(), &other_text, &va, false);
+    opts.out = dir.path().join("tuned");
+    opts.init = Some(dir.path().join("run"));
+    let m3 = train(&tune, &opts, &device).unwrap();
+    assert!(
+        (m3.valid_ppl - m2.valid_ppl).abs() < 1e-3 * m2.valid_ppl,
+        "{} vs {}",
+        m3.valid_ppl,
+        m2.valid_ppl
+    );
+    let tuned = Engine::load(&opts.out).unwrap();
+    assert_eq!(tuned.vocab(), engine.vocab());
+    opts.out = dir.path().join("nowhere");
+    opts.init = Some(dir.path().join("missing"));
+    let err = train(&tune, &opts, &device).unwrap_err();
+    assert!(err.to_string().contains("--init"), "{err}");
 }
 
 /// Sampled-softmax training learns too (judged by the exact full-softmax perplexity), the

@@ -10,6 +10,11 @@
 //! - `layers.{l}.w_ih` `[G*d_hidden, d_in]`, `layers.{l}.w_hh` `[G*d_hidden, d_hidden]`,
 //!   `layers.{l}.b_ih`, `layers.{l}.b_hh` `[G*d_hidden]` (`d_in` = `d_embed` for layer 0)
 //! - `output.weight` `[vocab, d_hidden]` (absent when tied to `embedding`), `output.bias` `[vocab]`
+//!
+//! [`LmWeights::save_int8`] stores the vocabulary-sized matrices (`embedding`, `output.weight`)
+//! as I8 rows with an F32 `name.scale` `[vocab]` (one scale per row, as the translator's int8
+//! artifacts): a quarter of the size where they dominate, for shipping. The engine widens them
+//! back to f32 on load (format v2; f32 artifacts stay v1, so older engines keep reading them).
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -23,7 +28,9 @@ use crate::model::vocab::Vocab;
 pub const MANIFEST_FILE: &str = "manifest.json";
 pub const WEIGHTS_FILE: &str = "model.safetensors";
 pub const FORMAT: &str = "fastsoftmax-lm";
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
+/// Matrices stored as int8 rows (a version-2 artifact).
+const INT8_MATRICES: [&str; 2] = ["embedding", "output.weight"];
 
 /// Recurrent cell type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -182,24 +189,56 @@ impl LmWeights {
 
     /// Writes `manifest.json` and `model.safetensors` into `dir`, each atomically.
     pub fn save(&self, dir: &Path) -> Result<()> {
+        self.write(dir, false)
+    }
+
+    /// As [`LmWeights::save`], with `embedding` and `output.weight` stored as int8 rows (one
+    /// f32 scale per row): about a quarter of the size of a large-vocabulary model. Loading
+    /// widens them to f32, so the model's answers shift by the rounding only.
+    pub fn save_int8(&self, dir: &Path) -> Result<()> {
+        self.write(dir, true)
+    }
+
+    fn write(&self, dir: &Path, int8: bool) -> Result<()> {
+        use safetensors::{tensor::TensorView, Dtype};
         self.validate(dir)?;
         std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
         let shapes: HashMap<String, Vec<usize>> =
             Self::expected_shapes(&self.spec).into_iter().collect();
-        let tensors: Vec<(String, Vec<usize>, &[f32])> = self
-            .tensors()
-            .into_iter()
-            .map(|(n, d)| {
-                let shape = shapes[&n].clone();
-                (n, shape, d)
+        let le = |v: &[f32]| -> Vec<u8> { v.iter().flat_map(|x| x.to_le_bytes()).collect() };
+        let mut owned: Vec<(String, Dtype, Vec<usize>, Vec<u8>)> = Vec::new();
+        for (name, data) in self.tensors() {
+            let shape = shapes[&name].clone();
+            if int8 && INT8_MATRICES.contains(&name.as_str()) {
+                let (q, scale) = crate::kernels::quantize_rows(data, shape[1]);
+                let rows = shape[0];
+                owned.push((
+                    name.clone(),
+                    Dtype::I8,
+                    shape,
+                    q.iter().map(|&x| x as u8).collect(),
+                ));
+                owned.push((format!("{name}.scale"), Dtype::F32, vec![rows], le(&scale)));
+            } else {
+                owned.push((name, Dtype::F32, shape, le(data)));
+            }
+        }
+        let views = owned
+            .iter()
+            .map(|(name, dtype, shape, bytes)| {
+                TensorView::new(*dtype, shape.clone(), bytes)
+                    .map(|v| (name.clone(), v))
+                    .map_err(|e| {
+                        Error::format(dir.join(WEIGHTS_FILE), format!("tensor `{name}`: {e}"))
+                    })
             })
-            .collect();
-        let bytes = files::f32_safetensors(&tensors)
-            .map_err(|e| Error::format(dir.join(WEIGHTS_FILE), e))?;
+            .collect::<Result<Vec<_>>>()?;
+        let bytes = safetensors::serialize(views, &None)
+            .map_err(|e| Error::format(dir.join(WEIGHTS_FILE), e.to_string()))?;
         write_atomic(&dir.join(WEIGHTS_FILE), &bytes)?;
         let manifest = Manifest {
             format: FORMAT.into(),
-            format_version: FORMAT_VERSION,
+            format_version: if int8 { 2 } else { 1 },
             spec: self.spec,
             vocab: self.vocab.words().to_vec(),
             sha256: [(WEIGHTS_FILE.to_string(), files::sha256_hex(&bytes))].into(),
@@ -221,11 +260,11 @@ impl LmWeights {
         let text = std::fs::read(&manifest_path).map_err(|e| Error::io(&manifest_path, e))?;
         let manifest: Manifest = serde_json::from_slice(&text)
             .map_err(|e| Error::format(&manifest_path, format!("not a valid manifest: {e}")))?;
-        if manifest.format != FORMAT || manifest.format_version != FORMAT_VERSION {
+        if manifest.format != FORMAT || !(1..=FORMAT_VERSION).contains(&manifest.format_version) {
             return Err(Error::format(
                 &manifest_path,
                 format!(
-                    "format {} v{} is not supported (this engine reads {FORMAT} v{FORMAT_VERSION}); re-export the model with this version",
+                    "format {} v{} is not supported (this engine reads {FORMAT} v1 to v{FORMAT_VERSION}); re-export the model with this version",
                     manifest.format, manifest.format_version
                 ),
             ));
@@ -272,7 +311,8 @@ impl LmWeights {
             .n_layers
             .checked_mul(4)
             .and_then(|n| n.checked_add(2 + !spec.tied as usize));
-        if spec.n_layers == 0 || needed != Some(st.len()) {
+        let scales = st.names().iter().filter(|n| n.ends_with(".scale")).count();
+        if spec.n_layers == 0 || needed != Some(st.len() - scales) {
             return Err(Error::format(
                 &manifest_path,
                 format!(
@@ -280,10 +320,11 @@ impl LmWeights {
                     spec.n_layers,
                     spec.tied,
                     needed.map_or("more".into(), |n| n.to_string()),
-                    st.len()
+                    st.len() - scales
                 ),
             ));
         }
+        let bad = |m: String| Error::format(&weights_path, m);
         let get = |name: &str, shape: &[usize]| -> Result<Vec<f32>> {
             let t = st.tensor(name).map_err(|_| {
                 Error::format(
@@ -291,17 +332,36 @@ impl LmWeights {
                     format!("tensor `{name}` is missing; manifest.json and model.safetensors belong to different models"),
                 )
             })?;
-            if t.dtype() != safetensors::Dtype::F32 || t.shape() != shape {
-                return Err(Error::format(
-                    &weights_path,
-                    format!(
-                        "tensor `{name}` is {:?} {:?}, the manifest's dimensions need F32 {shape:?}; the files belong to different models",
-                        t.dtype(),
-                        t.shape()
-                    ),
-                ));
+            let int8 = t.dtype() == safetensors::Dtype::I8
+                && manifest.format_version >= 2
+                && INT8_MATRICES.contains(&name);
+            if (t.dtype() != safetensors::Dtype::F32 && !int8) || t.shape() != shape {
+                return Err(bad(format!(
+                    "tensor `{name}` is {:?} {:?}, the manifest's dimensions need F32 {shape:?}; the files belong to different models",
+                    t.dtype(),
+                    t.shape()
+                )));
             }
-            Ok(files::f32_values(t.data()))
+            if !int8 {
+                return Ok(files::f32_values(t.data()));
+            }
+            // int8 rows: each widened by its row's scale.
+            let scale = st
+                .tensor(&format!("{name}.scale"))
+                .ok()
+                .filter(|s| s.dtype() == safetensors::Dtype::F32 && s.shape() == [shape[0]])
+                .map(|s| files::f32_values(s.data()))
+                .ok_or_else(|| {
+                    bad(format!(
+                        "int8 tensor `{name}` needs an F32 `{name}.scale` of {} values; the file is corrupt — re-export the model",
+                        shape[0]
+                    ))
+                })?;
+            Ok(t.data()
+                .chunks_exact(shape[1])
+                .zip(&scale)
+                .flat_map(|(row, &s)| row.iter().map(move |&q| q as i8 as f32 * s))
+                .collect())
         };
         let shapes = Self::expected_shapes(&spec);
         let mut it = shapes.iter().map(|(n, s)| get(n, s));

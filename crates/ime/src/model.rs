@@ -1,0 +1,170 @@
+//! A converter as an app ships it: one folder with the LSTM language model (infer's artifact,
+//! `manifest.json` + `model.safetensors`, int8 rows or f32) and `lexicon.tsv.gz`, the words
+//! outside the model's vocabulary.
+//!
+//! `lexicon.tsv.gz` (gzip, UTF-8): a first line `#lm-sha256<TAB>HEX` naming the weights it was
+//! built with (a lexicon beside another model is refused), then `reading<TAB>display<TAB>count`:
+//! the rarer training words with their training counts, then dictionary words with count 0.
+//! The vocabulary's own `display/reading` words join the lexicon from the manifest.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+
+use fastsoftmax_infer::files::{sha256_hex, write_atomic};
+use fastsoftmax_infer::model::artifact::WEIGHTS_FILE;
+use fastsoftmax_infer::{Error, LanguageModel, Result};
+
+use crate::decode::Spelling;
+use crate::lattice::{split_word, Lexicon};
+
+pub const LEXICON_FILE: &str = "lexicon.tsv.gz";
+const HEADER: &str = "#lm-sha256";
+
+/// A word outside the LM's vocabulary: `(reading, display, training count)`.
+pub type Entry = (String, String, u64);
+
+/// The lexicon over `vocab` (the LM's words; `<unk>` at `unk`) plus `extra`, and the spelling
+/// model of the training words the LM reads as `<unk>` (the entries with a count).
+pub fn lexicon_of(vocab: &[String], unk: u32, extra: &[Entry]) -> (Lexicon, Spelling) {
+    let spelling = Spelling::estimate(
+        unk,
+        extra
+            .iter()
+            .filter(|e| e.2 > 0)
+            .map(|(_, d, c)| (d.as_str(), *c)),
+    );
+    let lexicon = Lexicon::build(
+        vocab,
+        extra.iter().map(|(r, d, c)| (r.as_str(), d.as_str(), *c)),
+        &spelling,
+    );
+    (lexicon, spelling)
+}
+
+/// The language model, its lexicon and spelling model.
+pub struct ImeModel {
+    pub lm: LanguageModel,
+    pub lexicon: Lexicon,
+    pub spelling: Spelling,
+}
+
+impl ImeModel {
+    /// Checks that `lm` is an IME model (most words `display/reading`, `<unk>` present) and
+    /// builds its lexicon with `extra`.
+    pub fn new(lm: LanguageModel, extra: &[Entry]) -> Result<Self> {
+        let words = lm.vocab().words();
+        let readable = words.iter().filter(|w| split_word(w).is_some()).count();
+        if readable * 2 < words.len() {
+            return Err(Error::Invalid(format!(
+                "only {readable} of the language model's {} words are `display/reading`: not an \
+                 IME language model (train it on data/ja/train.txt)",
+                words.len()
+            )));
+        }
+        let unk = lm.vocab().get("<unk>").ok_or_else(|| {
+            Error::Invalid("the language model has no <unk> word: re-export it".into())
+        })?;
+        let (lexicon, spelling) = lexicon_of(words, unk, extra);
+        Ok(ImeModel {
+            lm,
+            lexicon,
+            spelling,
+        })
+    }
+
+    /// Loads a converter folder (see the module docs).
+    pub fn load(dir: &Path) -> Result<Self> {
+        let lm = LanguageModel::load(dir)?;
+        let extra = read_lexicon(dir)?;
+        Self::new(lm, &extra)
+    }
+}
+
+/// The SHA-256 of the folder's weights file.
+fn weights_digest(dir: &Path) -> Result<String> {
+    let path = dir.join(WEIGHTS_FILE);
+    let bytes = std::fs::read(&path).map_err(|e| Error::io(&path, e))?;
+    Ok(sha256_hex(&bytes))
+}
+
+/// Writes `dir/lexicon.tsv.gz` for the model already in `dir` (atomically).
+pub fn write_lexicon(dir: &Path, extra: &[Entry]) -> Result<()> {
+    let path = dir.join(LEXICON_FILE);
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+    let mut text = format!("{HEADER}\t{}\n", weights_digest(dir)?);
+    for (reading, display, count) in extra {
+        if [reading, display]
+            .iter()
+            .any(|s| s.is_empty() || s.contains(['\t', '\n']))
+        {
+            return Err(Error::Invalid(format!(
+                "lexicon entry {reading:?} → {display:?}: readings and displays must be \
+                 non-empty and hold no tab or newline"
+            )));
+        }
+        text.push_str(&format!("{reading}\t{display}\t{count}\n"));
+    }
+    gz.write_all(text.as_bytes())
+        .and_then(|_| gz.finish())
+        .map_err(|e| Error::io(&path, e))
+        .and_then(|bytes| write_atomic(&path, &bytes))
+}
+
+/// Reads `dir/lexicon.tsv.gz`, refusing one built for other weights.
+pub fn read_lexicon(dir: &Path) -> Result<Vec<Entry>> {
+    let path = dir.join(LEXICON_FILE);
+    let file = std::fs::File::open(&path).map_err(|e| {
+        Error::io(
+            &path,
+            std::io::Error::new(
+                e.kind(),
+                format!("{e}; a converter folder holds the lexicon `fastsoftmax ime pack` writes"),
+            ),
+        )
+    })?;
+    let bad = |m: String| Error::format(&path, m);
+    let mut lines = BufReader::new(flate2::read::GzDecoder::new(file)).lines();
+    let header = lines
+        .next()
+        .transpose()
+        .map_err(|e| bad(format!("not a gzip text file ({e}); re-run `ime pack`")))?
+        .unwrap_or_default();
+    let digest = header
+        .strip_prefix(HEADER)
+        .and_then(|h| h.strip_prefix('\t'))
+        .ok_or_else(|| {
+            bad(format!(
+                "the first line is not `{HEADER}<TAB>HEX`; re-run `ime pack`"
+            ))
+        })?;
+    if digest != weights_digest(dir)? {
+        return Err(bad(format!(
+            "built for another language model than {} (its weights' SHA-256 differs); \
+             re-run `ime pack` with this model",
+            dir.join(WEIGHTS_FILE).display()
+        )));
+    }
+    let mut out = Vec::new();
+    for (n, line) in lines.enumerate() {
+        let line = line.map_err(|e| bad(format!("line {}: {e}", n + 2)))?;
+        let mut f = line.split('\t');
+        let entry = match (
+            f.next(),
+            f.next(),
+            f.next().map(str::parse::<u64>),
+            f.next(),
+        ) {
+            (Some(r), Some(d), Some(Ok(c)), None) if !r.is_empty() && !d.is_empty() => {
+                (r.to_string(), d.to_string(), c)
+            }
+            _ => {
+                return Err(bad(format!(
+                    "line {}: not `reading<TAB>display<TAB>count`: {line:?}",
+                    n + 2
+                )))
+            }
+        };
+        out.push(entry);
+    }
+    Ok(out)
+}
