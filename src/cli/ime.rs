@@ -54,6 +54,28 @@ enum Action {
         /// The reading to convert.
         input: String,
     },
+    /// Type one long input (the evaluation readings joined, cut at --length kana) and report
+    /// milliseconds per key by position: the work per key is bounded (the beam, the longest
+    /// reading), so the profile should stay flat however long the input grows.
+    Latency {
+        #[command(flatten)]
+        model: ModelArgs,
+        /// Readings to join (`reading<TAB>display`; default: DATA/eval.tsv).
+        #[arg(long)]
+        eval: Option<PathBuf>,
+        /// Kana to type.
+        #[arg(long, default_value_t = 500, value_parser = clap::value_parser!(u64).range(1..=100_000))]
+        length: u64,
+        /// Keys per reported block.
+        #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u64).range(1..))]
+        block: u64,
+        /// Times to type it (each block's median is over all of them).
+        #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..))]
+        repeats: u64,
+        /// Print the report as JSON on stdout.
+        #[arg(long)]
+        json: bool,
+    },
     /// Pack a trained LSTM (a `train-lm` folder) and its lexicon into one converter folder an
     /// app ships: the model with int8 vocabulary matrices (a quarter of the size) and
     /// `lexicon.tsv.gz` (the words outside its vocabulary, from DATA). `ime eval|convert --lm
@@ -368,6 +390,84 @@ fn with_scorer<T>(
     })
 }
 
+/// `reading<TAB>display` lines.
+fn read_pairs(path: &Path) -> anyhow::Result<Vec<(String, String)>> {
+    let mut pairs = Vec::new();
+    for (n, line) in open(path)?.lines().enumerate() {
+        let line = line?;
+        let (reading, display) = line
+            .split_once('\t')
+            .with_context(|| format!("{}:{}: not `reading<TAB>display`", path.display(), n + 1))?;
+        pairs.push((reading.to_string(), display.to_string()));
+    }
+    Ok(pairs)
+}
+
+/// Per-position latency report of `ime latency`.
+#[derive(serde::Serialize)]
+struct LatencyReport {
+    lm: String,
+    length: usize,
+    repeats: u64,
+    /// `(first key, last key, median ms per key)` of each block.
+    blocks: Vec<(usize, usize, f64)>,
+    /// The last block's median over the first's: 1 for a flat profile.
+    last_over_first: f64,
+}
+
+fn latency(
+    model: &ModelArgs,
+    eval: Option<PathBuf>,
+    length: usize,
+    block: usize,
+    repeats: u64,
+) -> anyhow::Result<LatencyReport> {
+    let path = eval.unwrap_or_else(|| model.data.join("eval.tsv"));
+    let kana: String = read_pairs(&path)?
+        .iter()
+        .flat_map(|(r, _)| r.chars())
+        .take(length)
+        .collect();
+    let length = kana.chars().count();
+    if length == 0 {
+        bail!("{} holds no readings to type", path.display());
+    }
+    let b = build(model)?;
+    // ms[k] over the repeats.
+    let mut per_key: Vec<Vec<f64>> = vec![Vec::new(); length];
+    with_scorer(
+        &b,
+        |conv| {
+            for _ in 0..repeats {
+                let mut ms = Vec::with_capacity(length);
+                conv(&kana, 1, &mut ms);
+                for (k, t) in ms.into_iter().enumerate() {
+                    per_key[k].push(t);
+                }
+            }
+        },
+        model.beam as usize,
+        &mut None,
+    )?;
+    let blocks: Vec<(usize, usize, f64)> = per_key
+        .chunks(block)
+        .enumerate()
+        .map(|(i, keys)| {
+            let mut all: Vec<f64> = keys.iter().flatten().copied().collect();
+            all.sort_by(f64::total_cmp);
+            (i * block + 1, i * block + keys.len(), percentile(&all, 0.5))
+        })
+        .collect();
+    let (first, last) = (blocks[0].2, blocks[blocks.len() - 1].2);
+    Ok(LatencyReport {
+        lm: format!("{:?}", model.lm).to_lowercase(),
+        length,
+        repeats,
+        last_over_first: last / first.max(1e-9),
+        blocks,
+    })
+}
+
 /// `ime pack`: the model (int8 rows unless `f32`), its lexicon, and its provenance files.
 fn pack(model: &Path, data: &Path, out: &Path, f32: bool) -> anyhow::Result<()> {
     let weights = fastsoftmax_infer::model::artifact::LmWeights::load(model)
@@ -452,6 +552,29 @@ pub fn run(a: ImeArgs) -> anyhow::Result<()> {
             }
             Ok(())
         }
+        Action::Latency {
+            model,
+            eval,
+            length,
+            block,
+            repeats,
+            json,
+        } => {
+            let r = latency(&model, eval, length as usize, block as usize, repeats)?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&r)?);
+            } else {
+                println!(
+                    "{}: {} kana typed {} times; median ms per key by position",
+                    r.lm, r.length, r.repeats
+                );
+                for (a, z, ms) in &r.blocks {
+                    println!("  keys {a:>5}-{z:<5} {ms:>8.3}");
+                }
+                println!("last block / first block: {:.2}", r.last_over_first);
+            }
+            Ok(())
+        }
         Action::Eval {
             model,
             eval,
@@ -460,14 +583,7 @@ pub fn run(a: ImeArgs) -> anyhow::Result<()> {
             errors,
         } => {
             let path = eval.unwrap_or_else(|| model.data.join("eval.tsv"));
-            let mut pairs: Vec<(String, String)> = Vec::new();
-            for (n, line) in open(&path)?.lines().enumerate() {
-                let line = line?;
-                let (reading, display) = line.split_once('\t').with_context(|| {
-                    format!("{}:{}: not `reading<TAB>display`", path.display(), n + 1)
-                })?;
-                pairs.push((reading.to_string(), display.to_string()));
-            }
+            let mut pairs = read_pairs(&path)?;
             pairs.truncate(limit.unwrap_or(usize::MAX));
             if pairs.is_empty() {
                 bail!("{} holds no sentences", path.display());

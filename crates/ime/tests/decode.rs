@@ -165,3 +165,29 @@ fn long_input_stays_bounded() {
     let read: String = best.words.iter().map(|(_, r)| r.as_str()).collect();
     assert_eq!(read, text, "the best path reads the whole input");
 }
+
+/// A 500-kana input (sentences typed without a break, with kana the lexicon lacks) converts in
+/// full; `ime latency` times the same on the real model.
+#[test]
+fn a_500_kana_input_converts_in_full() {
+    let unit = "きょうはいいてんきですねぬ";
+    let kana: String = unit.chars().cycle().take(500).collect();
+    let (lm, lex, spelling) = setup(3);
+    let mut scorer = KnScorer::new(&lm);
+    let mut dec = Decoder::new(&mut scorer, 10, spelling);
+    for c in kana.chars() {
+        dec.push(c, &lex, &mut scorer);
+    }
+    let best = dec.n_best(10, &lex, &mut scorer);
+    let read: String = best[0].words.iter().map(|(_, r)| r.as_str()).collect();
+    assert_eq!(read, kana);
+    assert!(
+        best[0].text.starts_with("今日はいい天気ですねぬ今日"),
+        "{}",
+        best[0].text
+    );
+    assert_eq!(
+        best[0].text.chars().filter(|&c| c == 'ぬ').count(),
+        500 / 13
+    );
+}
