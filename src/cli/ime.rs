@@ -10,7 +10,8 @@ use anyhow::{bail, Context};
 use clap::{Args, Subcommand, ValueEnum};
 use fastsoftmax_ime::model::{lexicon_of, Entry, LEXICON_FILE};
 use fastsoftmax_ime::{
-    Decoder, ImeModel, KnScorer, KneserNey, Lexicon, LstmScorer, Romaji, Scorer, Spelling,
+    Decoder, ImeModel, Interpolated, KnScorer, KneserNey, Lexicon, LstmScorer, Romaji, Scorer,
+    Spelling,
 };
 use indicatif::{ProgressBar, ProgressStyle};
 
@@ -113,9 +114,9 @@ struct ModelArgs {
     /// `data fetch ja`'s folder: train.txt, words.tsv, ipadic.tsv, eval.tsv.
     #[arg(long, default_value = "data/ja")]
     data: PathBuf,
-    /// Language model that scores the paths: `lstm` (needs --model) or a Kneser–Ney model
-    /// estimated on DATA/train.txt.
-    #[arg(long, value_enum, default_value = "kn3")]
+    /// Language model that scores the paths: `lstm` (the converter of --model) or a
+    /// Kneser–Ney model estimated on DATA/train.txt.
+    #[arg(long, value_enum, default_value = "lstm")]
     lm: Lm,
     /// Training text of the n-gram models (default: DATA/train.txt).
     #[arg(long)]
@@ -125,10 +126,10 @@ struct ModelArgs {
     /// interpolated with the first; the weights are fitted by EM on DATA/valid.txt.
     #[arg(long, value_name = "FILE")]
     in_domain: Option<PathBuf>,
-    /// The LSTM language model (a `train-lm` output folder) for --lm lstm; its vocabulary is
-    /// the lexicon's.
-    #[arg(long)]
-    model: Option<PathBuf>,
+    /// The converter for --lm lstm: a folder from `ime pack` (the model and its lexicon; the
+    /// shipped one by default), or a `train-lm` output folder (its lexicon then comes from DATA).
+    #[arg(long, default_value = "assets/models/ime-ja")]
+    model: PathBuf,
     /// n-gram vocabulary: words seen at least this often in train.txt (11 keeps ~50k words, 99.0%
     /// of the training tokens); rarer words are `<unk>` plus the spelling model.
     #[arg(long, default_value_t = 11, value_parser = clap::value_parser!(u64).range(1..))]
@@ -137,6 +138,10 @@ struct ModelArgs {
     /// spelling model (0: off).
     #[arg(long, default_value_t = 12)]
     katakana: usize,
+    /// With --lm lstm: interpolate the LSTM with the trigram Kneser–Ney model of --train (and
+    /// --in-domain) over the LSTM's vocabulary, the weight fitted by EM on DATA/valid.txt.
+    #[arg(long)]
+    with_kn3: bool,
     /// Hypotheses kept per kana (the paper: 10).
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=1000))]
     beam: u64,
@@ -151,10 +156,76 @@ struct Built {
 }
 
 enum Model {
-    Lstm(Box<fastsoftmax_infer::LanguageModel>),
-    /// The n-gram models with their interpolation weights; `<eos>` is word 0 (start and end of
-    /// sentence).
-    Kn(Vec<(KneserNey, f32)>),
+    /// The LSTM, and the n-gram models it is interpolated with (`--with-kn3`) with its weight.
+    Lstm(Box<fastsoftmax_infer::LanguageModel>, Option<(Ngrams, f32)>),
+    Kn(Ngrams),
+}
+
+/// Kneser–Ney models with their interpolation weights, and the LM's end (and start) word.
+struct Ngrams {
+    models: Vec<(KneserNey, f32)>,
+    eos: u32,
+}
+
+impl Ngrams {
+    fn scorer(&self) -> KnScorer<'_> {
+        KnScorer {
+            models: self.models.iter().map(|(m, w)| (m, *w)).collect(),
+            end: self.eos,
+        }
+    }
+}
+
+/// The `order`-gram model of --train over `vocab`, interpolated with that of --in-domain when
+/// given (weights by EM on DATA/valid.txt).
+fn estimate_ngrams(m: &ModelArgs, order: usize, vocab: &[String]) -> anyhow::Result<Ngrams> {
+    let started = Instant::now();
+    let ids: HashMap<&str, u32> = vocab
+        .iter()
+        .enumerate()
+        .map(|(i, w)| (w.as_str(), i as u32))
+        .collect();
+    let (unk, eos) = match (ids.get(UNK), ids.get(EOS)) {
+        (Some(&u), Some(&e)) => (u, e),
+        _ => bail!("the vocabulary lacks {UNK} or {EOS}"),
+    };
+    let read = |path: &Path| -> anyhow::Result<Vec<Vec<u32>>> {
+        let mut sentences = Vec::new();
+        for line in open(path)?.lines() {
+            let ids_of_line: Vec<u32> = line?
+                .split(' ')
+                .filter(|w| !w.is_empty())
+                .map(|w| ids.get(w).copied().unwrap_or(unk))
+                .collect();
+            sentences.push(ids_of_line);
+        }
+        Ok(sentences)
+    };
+    let train = m.train.clone().unwrap_or_else(|| m.data.join("train.txt"));
+    let sentences = read(&train)?;
+    let general = KneserNey::estimate(&sentences, order, vocab.len(), eos, eos)?;
+    eprintln!(
+        "{order}-gram Kneser–Ney on {} sentences, {} words in the vocabulary, in {:.0} s",
+        sentences.len(),
+        vocab.len(),
+        started.elapsed().as_secs_f64()
+    );
+    let models = match &m.in_domain {
+        None => vec![(general, 1.0)],
+        Some(path) => {
+            let local = KneserNey::estimate(&read(path)?, order, vocab.len(), eos, eos)?;
+            let valid = read(&m.data.join("valid.txt"))?;
+            let w = fastsoftmax_ime::mixture_weights(&[&general, &local], &valid, eos);
+            eprintln!(
+                "interpolated with the model of {} (weights {:.3} / {:.3}, fitted on valid.txt)",
+                path.display(),
+                w[0],
+                w[1]
+            );
+            vec![(general, w[0] as f32), (local, w[1] as f32)]
+        }
+    };
+    Ok(Ngrams { models, eos })
 }
 
 const EOS: &str = "<eos>";
@@ -214,9 +285,7 @@ fn build(m: &ModelArgs) -> anyhow::Result<Built> {
     // The LSTM: a packed converter folder carries its lexicon; a `train-lm` folder takes it
     // from DATA.
     if m.lm == Lm::Lstm {
-        let Some(dir) = &m.model else {
-            bail!("--lm lstm needs --model DIR (a converter folder from `ime pack`, or a `train-lm` output folder)");
-        };
+        let dir = &m.model;
         let model = if dir.join(LEXICON_FILE).exists() {
             ImeModel::load(dir)
                 .with_context(|| format!("loading the converter in {}", dir.display()))?
@@ -236,11 +305,31 @@ fn build(m: &ModelArgs) -> anyhow::Result<Built> {
             model.lexicon.readings(),
             started.elapsed().as_secs_f64()
         );
+        let kn = if m.with_kn3 {
+            let ngrams = estimate_ngrams(m, 3, model.lm.vocab().words())?;
+            let valid = read_sentences(&m.data.join("valid.txt"), model.lm.vocab())?;
+            let mut lstm = LstmScorer::new(&model.lm)?;
+            let p_lstm = fastsoftmax_ime::mix::token_probs(&mut lstm, &valid);
+            let p_kn = fastsoftmax_ime::mix::token_probs(&mut ngrams.scorer(), &valid);
+            let rows: Vec<Vec<f64>> = p_lstm
+                .iter()
+                .zip(&p_kn)
+                .map(|(&a, &b)| vec![a, b])
+                .collect();
+            let w = fastsoftmax_ime::mix::em_weights(&rows);
+            eprintln!(
+                "LSTM interpolated with the trigram model: weights {:.3} / {:.3} (EM on valid.txt)",
+                w[0], w[1]
+            );
+            Some((ngrams, w[0] as f32))
+        } else {
+            None
+        };
         return Ok(Built {
             lexicon: model.lexicon,
             katakana: m.katakana,
             spelling: model.spelling,
-            lm: Model::Lstm(Box::new(model.lm)),
+            lm: Model::Lstm(Box::new(model.lm), kn),
         });
     }
     // The n-gram models: `<eos>`, `<unk>` and the words seen often enough.
@@ -252,63 +341,21 @@ fn build(m: &ModelArgs) -> anyhow::Result<Built> {
             .filter(|(w, c)| *c >= m.min_count && w != UNK && w != EOS)
             .map(|(w, _)| w.clone()),
     );
-    let ids: HashMap<&str, u32> = vocab
-        .iter()
-        .enumerate()
-        .map(|(i, w)| (w.as_str(), i as u32))
-        .collect();
-    let unk = 1;
-    let extra = extra_entries(&m.data, &counts, |w| ids.contains_key(w))?;
-    let (lexicon, spelling) = lexicon_of(&vocab, unk, &extra);
-    let lm = {
-        let order = match m.lm {
-            Lm::Kn3 | Lm::Lstm => 3,
-            Lm::Kn2 => 2,
-            Lm::Kn1 => 1,
-        };
-        let read = |path: &Path| -> anyhow::Result<Vec<Vec<u32>>> {
-            let mut sentences = Vec::new();
-            for line in open(path)?.lines() {
-                let ids_of_line: Vec<u32> = line?
-                    .split(' ')
-                    .filter(|w| !w.is_empty())
-                    .map(|w| ids.get(w).copied().unwrap_or(unk))
-                    .collect();
-                sentences.push(ids_of_line);
-            }
-            Ok(sentences)
-        };
-        let train = m.train.clone().unwrap_or_else(|| m.data.join("train.txt"));
-        let sentences = read(&train)?;
-        let general = KneserNey::estimate(&sentences, order, vocab.len(), 0, 0)?;
-        eprintln!(
-            "{}-gram Kneser–Ney on {} sentences, {} words in the vocabulary, {} lexicon \
-                 entries ({} readings) in {:.0} s",
-            order,
-            sentences.len(),
-            vocab.len(),
-            lexicon.len(),
-            lexicon.readings(),
-            started.elapsed().as_secs_f64()
-        );
-        let kn = match &m.in_domain {
-            None => vec![(general, 1.0)],
-            Some(path) => {
-                let local = KneserNey::estimate(&read(path)?, order, vocab.len(), 0, 0)?;
-                let valid = read(&m.data.join("valid.txt"))?;
-                let w = fastsoftmax_ime::mixture_weights(&[&general, &local], &valid, 0);
-                eprintln!(
-                    "interpolated with the model of {} (weights {:.3} / {:.3}, fitted on \
-                         valid.txt)",
-                    path.display(),
-                    w[0],
-                    w[1]
-                );
-                vec![(general, w[0] as f32), (local, w[1] as f32)]
-            }
-        };
-        Model::Kn(kn)
+    let in_vocab: std::collections::HashSet<&str> = vocab.iter().map(String::as_str).collect();
+    let extra = extra_entries(&m.data, &counts, |w| in_vocab.contains(w))?;
+    let (lexicon, spelling) = lexicon_of(&vocab, 1, &extra);
+    eprintln!(
+        "{} lexicon entries ({} readings) in {:.0} s",
+        lexicon.len(),
+        lexicon.readings(),
+        started.elapsed().as_secs_f64()
+    );
+    let order = match m.lm {
+        Lm::Kn3 | Lm::Lstm => 3,
+        Lm::Kn2 => 2,
+        Lm::Kn1 => 1,
     };
+    let lm = Model::Kn(estimate_ngrams(m, order, &vocab)?);
     Ok(Built {
         lexicon,
         katakana: m.katakana,
@@ -375,19 +422,36 @@ fn with_scorer<T>(
 ) -> anyhow::Result<T> {
     Ok(match &b.lm {
         Model::Kn(kn) => {
-            let mut s = KnScorer {
-                models: kn.iter().map(|(m, w)| (m, *w)).collect(),
-                end: 0,
-            };
+            let mut s = kn.scorer();
             f(&mut |kana, n, ms| convert(&mut s, b, beam, kana, n, ms))
         }
-        Model::Lstm(lm) => {
+        Model::Lstm(lm, None) => {
             let mut s = LstmScorer::new(lm)?;
             let out = f(&mut |kana, n, ms| convert(&mut s, b, beam, kana, n, ms));
             *softmax_s = Some(s.timers.softmax.as_secs_f64());
             out
         }
+        Model::Lstm(lm, Some((kn, lambda))) => {
+            let mut s = Interpolated::new(LstmScorer::new(lm)?, kn.scorer(), *lambda);
+            let out = f(&mut |kana, n, ms| convert(&mut s, b, beam, kana, n, ms));
+            *softmax_s = Some(s.a.timers.softmax.as_secs_f64());
+            out
+        }
     })
+}
+
+/// A tokenized text (`display/reading` words, one sentence a line) as ids of `vocab`.
+fn read_sentences(path: &Path, vocab: &fastsoftmax_infer::Vocab) -> anyhow::Result<Vec<Vec<u32>>> {
+    let mut out = Vec::new();
+    for line in open(path)?.lines() {
+        out.push(
+            line?
+                .split_whitespace()
+                .map(|w| vocab.id_or_unk(w))
+                .collect(),
+        );
+    }
+    Ok(out)
 }
 
 /// `reading<TAB>display` lines.

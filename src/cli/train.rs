@@ -21,7 +21,8 @@ pub struct TrainLmArgs {
     /// Validation text instead of DATA/ptb.valid.txt.
     #[arg(long)]
     valid: Option<PathBuf>,
-    /// Test text instead of DATA/ptb.test.txt, evaluated once at the end.
+    /// Test text, evaluated once at the end (default: DATA/ptb.test.txt when training on PTB;
+    /// none with --train).
     #[arg(long)]
     test: Option<PathBuf>,
     /// Output directory: checkpoints, logs and the exported model.
@@ -88,11 +89,19 @@ pub fn run(a: TrainLmArgs) -> anyhow::Result<()> {
     let backend: Backend = a.backend.parse()?;
     let device = backend.autodiff_device()?;
     let pick = |given: Option<PathBuf>, file: &str| given.unwrap_or_else(|| a.data.join(file));
-    let test = pick(a.test.clone(), "ptb.test.txt");
+    // PTB's test file is the default only for PTB's training text.
+    let test = match (&a.test, &a.train) {
+        (Some(t), _) if !t.is_file() => {
+            anyhow::bail!("--test {}: no such file", t.display())
+        }
+        (Some(t), _) => t.clone(),
+        (None, None) => a.data.join("ptb.test.txt"),
+        (None, Some(_)) => PathBuf::new(),
+    };
     let opts = TrainOptions {
         train: pick(a.train.clone(), "ptb.train.txt"),
         valid: pick(a.valid.clone(), "ptb.valid.txt"),
-        test: test.exists().then_some(test),
+        test: test.is_file().then_some(test),
         out: a.out.clone(),
         resume: a.resume,
         init: a.init.clone(),

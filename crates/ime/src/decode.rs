@@ -31,58 +31,127 @@ pub trait Scorer {
 /// `p(w | <unk>) = (c(w) + T · p_char(w)) / (N + T)`, `N` tokens of `T` distinct words.
 ///
 /// A rare word the training text holds thus outranks an unseen one of the same spelling.
+/// `p_char` is a character bigram model (from the word's start to its end, Witten–Bell
+/// interpolated with add-one unigrams): it knows that katakana follows katakana and that no
+/// word starts with ー, so an unknown loanword is read whole rather than cut into kana pieces.
 #[derive(Debug, Clone)]
 pub struct Spelling {
     pub unk: u32,
-    pub log_p_char: HashMap<char, f32>,
-    /// `ln p` of a character the model never saw.
-    pub unseen: f32,
-    /// `ln p(end of word)`.
-    pub end: f32,
+    /// `ln p_uni(c)` of the characters seen.
+    unigrams: HashMap<char, f32>,
+    /// `ln p_uni` of a character never seen.
+    unseen: f32,
+    /// `ln p_uni(end of word)`.
+    end: f32,
+    /// `ln p(c | a)` of the pairs seen (`START`/`END` included).
+    pairs: HashMap<(char, char), f32>,
+    /// `ln` of the weight `T(a) / (n(a) + T(a))` a history gives the unigrams.
+    backoff: HashMap<char, f32>,
     /// `N`: training tokens outside the vocabulary.
-    pub tokens: u64,
+    tokens: u64,
     /// `T`: distinct words among them.
-    pub types: u64,
+    types: u64,
 }
 
+/// Word boundaries in the character model (never in a display: C0 controls).
+const START: char = '\u{2}';
+const END: char = '\u{3}';
+
 impl Spelling {
-    /// The model of `words` (`(display, count)`, the training words the LM reads as `<unk>`):
-    /// `p(c)` by count (add-one over the characters seen), a geometric length with the mean
-    /// of these words.
+    /// The model of `words` (`(display, count)`, the training words the LM reads as `<unk>`).
     pub fn estimate<'a>(unk: u32, words: impl IntoIterator<Item = (&'a str, u64)>) -> Self {
         let mut chars: HashMap<char, u64> = HashMap::new();
+        let mut pair_counts: HashMap<(char, char), u64> = HashMap::new();
         let (mut n_chars, mut n_words, mut types) = (0u64, 0u64, 0u64);
         for (display, count) in words {
+            let mut prev = START;
             for c in display.chars() {
                 *chars.entry(c).or_default() += count;
                 n_chars += count;
+                *pair_counts.entry((prev, c)).or_default() += count;
+                prev = c;
             }
+            *pair_counts.entry((prev, END)).or_default() += count;
             n_words += count;
             types += (count > 0) as u64;
         }
+        // Unigrams: add-one over the characters seen, the end with the words' mean length.
         let total = (n_chars + chars.len() as u64 + 1) as f32;
         let p_end = (n_words.max(1) as f32 / (n_chars + n_words).max(1) as f32).min(0.99);
         let cont = (1.0 - p_end).ln();
-        Spelling {
+        let mut model = Spelling {
             unk,
-            log_p_char: chars
+            unigrams: chars
                 .into_iter()
                 .map(|(c, n)| (c, ((n + 1) as f32 / total).ln() + cont))
                 .collect(),
             unseen: (1.0 / total).ln() + cont,
             end: p_end.ln(),
+            pairs: HashMap::new(),
+            backoff: HashMap::new(),
             tokens: n_words,
             types,
+        };
+        // Bigrams, Witten–Bell: p(c | a) = (n(a c) + T(a) p_uni(c)) / (n(a) + T(a)).
+        let mut history: HashMap<char, (u64, u64)> = HashMap::new();
+        for (&(a, _), &n) in &pair_counts {
+            let h = history.entry(a).or_default();
+            h.0 += n;
+            h.1 += (n > 0) as u64;
+        }
+        for (&(a, c), &n) in &pair_counts {
+            let (n_a, t_a) = history[&a];
+            let p = (n as f64 + t_a as f64 * (model.unigram(c) as f64).exp()) / (n_a + t_a) as f64;
+            model.pairs.insert((a, c), p.ln() as f32);
+        }
+        for (a, (n_a, t_a)) in history {
+            if t_a > 0 {
+                let w = t_a as f64 / (n_a + t_a) as f64;
+                model.backoff.insert(a, w.ln() as f32);
+            }
+        }
+        model
+    }
+
+    /// A model with no data: every character `ln p = char`, the end `ln p = end` (fixtures).
+    pub fn uniform(unk: u32, char: f32, end: f32) -> Self {
+        Spelling {
+            unk,
+            unigrams: HashMap::new(),
+            unseen: char,
+            end,
+            pairs: HashMap::new(),
+            backoff: HashMap::new(),
+            tokens: 0,
+            types: 0,
         }
     }
 
-    /// `ln p_char(display)` under the character model.
+    fn unigram(&self, c: char) -> f32 {
+        if c == END {
+            self.end
+        } else {
+            self.unigrams.get(&c).copied().unwrap_or(self.unseen)
+        }
+    }
+
+    /// `ln p(c | a)`.
+    fn next(&self, a: char, c: char) -> f32 {
+        if let Some(&p) = self.pairs.get(&(a, c)) {
+            return p;
+        }
+        self.backoff.get(&a).copied().unwrap_or(0.0) + self.unigram(c)
+    }
+
+    /// `ln p_char(display)` under the character model, the word's end included.
     pub fn log_prob(&self, display: &str) -> f32 {
-        display
-            .chars()
-            .map(|c| self.log_p_char.get(&c).copied().unwrap_or(self.unseen))
-            .sum::<f32>()
-            + self.end
+        let mut prev = START;
+        let mut lp = 0.0;
+        for c in display.chars().chain([END]) {
+            lp += self.next(prev, c);
+            prev = c;
+        }
+        lp
     }
 
     /// `ln p(w | <unk>)` of a word seen `count` times in the training text (0: a dictionary
@@ -291,5 +360,31 @@ mod tests {
             .map(|&(d, c)| (s.log_prob_word(d, c) as f64).exp())
             .sum();
         assert!(seen > 5.0 / 8.0 && seen < 1.0, "{seen}");
+    }
+
+    /// The character model is a distribution over words, and its bigrams prefer the spellings
+    /// the words showed: a word may end in ー but not start with it.
+    #[test]
+    fn character_bigrams_sum_to_one_and_learn_order() {
+        let s = Spelling::estimate(1, [("ラー", 2), ("ラズ", 1), ("ズラー", 1)]);
+        // All strings over {ラ, ズ, ー} up to length 8 (and an unseen character) carry almost
+        // all the mass; longer ones the rest.
+        let alphabet = ['ラ', 'ズ', 'ー', '猫'];
+        let mut total = 0.0f64;
+        let mut frontier = vec![String::new()];
+        for _ in 0..8 {
+            let mut next = Vec::new();
+            for w in &frontier {
+                for c in alphabet {
+                    let v = format!("{w}{c}");
+                    total += (s.log_prob(&v) as f64).exp();
+                    next.push(v);
+                }
+            }
+            frontier = next;
+        }
+        assert!(total < 1.0 + 1e-3, "{total}");
+        assert!(s.log_prob("ラー") > s.log_prob("ーラ"));
+        assert!(s.log_prob("ズラー") > s.log_prob("ズーラ"));
     }
 }

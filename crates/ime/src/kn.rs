@@ -217,12 +217,9 @@ impl KneserNey {
 
 /// Linear interpolation weights of n-gram models over one vocabulary, fitted by EM to maximise
 /// the likelihood of `held_out` (sentences of word ids, each ended by `end`): the standard
-/// domain adaptation of a large general model with a small in-domain one. Starts from equal
-/// weights; returns one weight per model, summing to 1.
+/// domain adaptation of a large general model with a small in-domain one (see
+/// [`crate::mix::em_weights`]).
 pub fn mixture_weights(models: &[&KneserNey], held_out: &[Vec<u32>], end: u32) -> Vec<f64> {
-    let k = models.len();
-    let mut lambda = vec![1.0 / k as f64; k];
-    // p_i of every held-out token, computed once.
     let mut probs: Vec<Vec<f64>> = Vec::new();
     for sentence in held_out {
         let mut history = vec![models[0].start()];
@@ -232,25 +229,9 @@ pub fn mixture_weights(models: &[&KneserNey], held_out: &[Vec<u32>], end: u32) -
         }
     }
     if probs.is_empty() {
-        return lambda;
+        return vec![1.0 / models.len() as f64; models.len()];
     }
-    for _ in 0..50 {
-        let mut next = vec![0.0; k];
-        for p in &probs {
-            let total: f64 = p.iter().zip(&lambda).map(|(p, l)| p * l).sum();
-            if total > 0.0 {
-                for i in 0..k {
-                    next[i] += lambda[i] * p[i] / total;
-                }
-            }
-        }
-        let sum: f64 = next.iter().sum();
-        if sum <= 0.0 {
-            break;
-        }
-        lambda = next.into_iter().map(|x| x / sum).collect();
-    }
-    lambda
+    crate::mix::em_weights(&probs)
 }
 
 /// [`KneserNey`] models as the decoder's [`Scorer`]: `p(w | h) = Σ λ_i p_i(w | h)` (one model

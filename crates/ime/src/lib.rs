@@ -8,12 +8,14 @@
 //!   [`decode::Scorer`]; n-best distinct conversions; backspace.
 //! - [`kn`]: interpolated modified Kneser–Ney n-gram models, the paper's baselines.
 //! - [`lstm`]: the LSTM language model (infer's step) with the full softmax.
+//! - [`mix`]: linear interpolation of language models, weights by EM on held-out text.
 //! - [`model`]: the shipped converter folder: the LM and the lexicon of the words outside it.
 
 pub mod decode;
 pub mod kn;
 pub mod lattice;
 pub mod lstm;
+pub mod mix;
 pub mod model;
 pub mod romaji;
 
@@ -21,5 +23,6 @@ pub use decode::{Candidate, Decoder, Scorer, Spelling};
 pub use kn::{mixture_weights, KnScorer, KneserNey};
 pub use lattice::{Lattice, Lexicon, Word};
 pub use lstm::{LstmScorer, LstmState};
+pub use mix::Interpolated;
 pub use model::ImeModel;
 pub use romaji::Romaji;

@@ -1,8 +1,6 @@
 //! The decoder on a small fixture: a lexicon with homophones, a trigram Kneser–Ney model from a
 //! handful of sentences, and inputs typed one kana at a time.
 
-use std::collections::HashMap;
-
 use fastsoftmax_ime::{Decoder, KnScorer, KneserNey, Lexicon, Romaji, Spelling, Word};
 
 /// `(display, reading)` words; id = position + 2 (0 = `<s>`/`</s>`, 1 = `<unk>`).
@@ -58,14 +56,7 @@ fn setup(order: usize) -> (KneserNey, Lexicon, Spelling) {
         };
         lex.insert(reading, w);
     }
-    let spelling = Spelling {
-        unk: 1,
-        log_p_char: HashMap::new(),
-        unseen: -8.0,
-        end: -1.0,
-        tokens: 0,
-        types: 0,
-    };
+    let spelling = Spelling::uniform(1, -8.0, -1.0);
     (lm, lex, spelling)
 }
 
