@@ -9,10 +9,14 @@ use fastsoftmax_infer::heads::{self, format};
 use fastsoftmax_infer::model::artifact::WEIGHTS_FILE;
 use fastsoftmax_infer::LanguageModel;
 
-const MODELS: [&str; 2] = [
+const MODELS: [&str; 3] = [
     "assets/models/ptb-small-lstm",
     "assets/models/ptb-small-gru",
+    IME,
 ];
+
+/// The Japanese converter: the LSTM (int8 vocabulary rows) and its lexicon.
+const IME: &str = "assets/models/ime-ja";
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -133,4 +137,32 @@ fn shipped_translator_is_verified_and_serves() {
         !out.status.success() && stdout.contains("\"differs\""),
         "{stdout}"
     );
+}
+
+/// The shipped converter loads, converts typed kana with the LSTM and the full softmax, and a
+/// corrupted lexicon is refused.
+#[test]
+fn shipped_converter_converts_and_refuses_a_corrupt_lexicon() {
+    use fastsoftmax_ime::model::LEXICON_FILE;
+    use fastsoftmax_ime::{Decoder, ImeModel, Lattice, LstmScorer, Romaji};
+    let dir = root().join(IME);
+    let m = ImeModel::load(&dir).unwrap();
+    let mut scorer = LstmScorer::new(&m.lm).unwrap();
+    let lattice = Lattice::with_katakana(12);
+    let mut dec = Decoder::with_lattice(&mut scorer, 10, m.spelling.clone(), lattice);
+    for c in Romaji::convert("kyouhaiitenkidesu").chars() {
+        dec.push(c, &m.lexicon, &mut scorer);
+    }
+    let best = dec.n_best(10, &m.lexicon, &mut scorer);
+    assert_eq!(best[0].text, "今日はいい天気です", "{best:?}");
+
+    let tmp = tempfile::tempdir().unwrap();
+    copy_tree(&dir, tmp.path());
+    let lexicon = tmp.path().join(LEXICON_FILE);
+    let mut bytes = std::fs::read(&lexicon).unwrap();
+    let i = bytes.len() / 2;
+    bytes[i] ^= 0x10;
+    std::fs::write(&lexicon, bytes).unwrap();
+    let err = ImeModel::load(tmp.path()).err().unwrap().to_string();
+    assert!(err.contains(LEXICON_FILE), "{err}");
 }

@@ -368,6 +368,12 @@ fn build(m: &ModelArgs) -> anyhow::Result<Built> {
 #[derive(serde::Serialize)]
 struct Report {
     lm: String,
+    /// The LSTM converter folder (--lm lstm).
+    model: Option<PathBuf>,
+    /// The in-domain text the n-gram models were interpolated with.
+    in_domain: Option<PathBuf>,
+    /// The LSTM interpolated with the trigram model, and its weight.
+    with_kn3: Option<f32>,
     sentences: usize,
     top1: f64,
     top10: f64,
@@ -687,6 +693,12 @@ pub fn run(a: ImeArgs) -> anyhow::Result<()> {
             let n = pairs.len() as f64;
             let report = Report {
                 lm: format!("{:?}", model.lm).to_lowercase(),
+                model: (model.lm == Lm::Lstm).then(|| model.model.clone()),
+                in_domain: model.in_domain.clone(),
+                with_kn3: match &b.lm {
+                    Model::Lstm(_, Some((_, lambda))) => Some(*lambda),
+                    _ => None,
+                },
                 sentences: pairs.len(),
                 top1: top1 as f64 / n,
                 top10: top10 as f64 / n,
