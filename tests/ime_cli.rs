@@ -177,6 +177,12 @@ fn bad_input_gets_clear_errors() {
     let ptb = ["--lm", "lstm", "--model", "assets/models/ptb-small-lstm"];
     let (ok, _, err) = ime("eval", data, &ptb);
     assert!(!ok && err.contains("display/reading"), "{err}");
+    // Options that do not go together.
+    let (ok, _, err) = ime("eval", data, &["--with-kn3"]);
+    assert!(!ok && err.contains("--lm lstm"), "{err}");
+    let args = ["--lm", "lstm", "--in-domain", "x.txt"];
+    let (ok, _, err) = ime("eval", data, &args);
+    assert!(!ok && err.contains("--with-kn3"), "{err}");
     // Empty input.
     let (ok, _, err) = ime("convert", data, &[""]);
     assert!(!ok && err.contains("nothing to convert"), "{err}");

@@ -282,6 +282,15 @@ fn extra_entries(
 
 fn build(m: &ModelArgs) -> anyhow::Result<Built> {
     let started = Instant::now();
+    if m.with_kn3 && m.lm != Lm::Lstm {
+        bail!("--with-kn3 interpolates the LSTM with the trigram model: use it with --lm lstm");
+    }
+    if m.lm == Lm::Lstm && m.in_domain.is_some() && !m.with_kn3 {
+        bail!(
+            "--in-domain adapts the n-gram models; with --lm lstm it needs --with-kn3 (the LSTM \
+             itself is adapted by `train-lm --init`)"
+        );
+    }
     // The LSTM: a packed converter folder carries its lexicon; a `train-lm` folder takes it
     // from DATA.
     if m.lm == Lm::Lstm {
