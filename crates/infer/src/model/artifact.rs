@@ -358,7 +358,7 @@ impl LmWeights {
                     ))
                 })?;
             Ok(t.data()
-                .chunks_exact(shape[1])
+                .chunks_exact(shape[1].max(1))
                 .zip(&scale)
                 .flat_map(|(row, &s)| row.iter().map(move |&q| q as i8 as f32 * s))
                 .collect())
