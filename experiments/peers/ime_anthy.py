@@ -12,15 +12,14 @@ history) and commits nothing, so nothing is learned between sentences.
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE \\
         python3 experiments/peers/ime_anthy.py --eval data/ja/eval.tsv [--limit N] [--json OUT]
 """
-import argparse
 import ctypes
-import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
+
+from ime_common import dpkg_version, emit, parse_args, vary_segments
 
 UTF8 = 2  # ANTHY_UTF8_ENCODING
 PUNCT = set("、。・「」『』，．“”〔〕［］【】（）〜…！？：＝＆／＜＞−")
@@ -76,36 +75,24 @@ class Anthy:
         return out
 
 
-def sentences(segs, k):
-    """Up to k distinct sentences: the 1-best, then one segment varied at a time, rank by rank."""
+def sentences(segs):
+    """anthy's `(reading, candidates)` segments as up to 10 sentences (a segment without
+    candidates stays as typed)."""
     first = [c[0] if c else r for r, c in segs]
-    best = ["".join(first)]
-    for rank in range(1, max((len(c) for _, c in segs), default=0)):
-        for i, (_, cands) in enumerate(segs):
-            if rank < len(cands) and len(best) < k:
-                s = "".join(first[:i] + [cands[rank]] + first[i + 1:])
-                if s not in best:
-                    best.append(s)
-    return best
+    return vary_segments(first, [c for _, c in segs], 10)
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--eval", default="data/ja/eval.tsv")
-    ap.add_argument("--limit", type=int)
-    ap.add_argument("--json")
-    a = ap.parse_args()
-    pairs = [l.rstrip("\n").split("\t") for l in open(a.eval, encoding="utf-8") if l.strip()]
-    pairs = pairs[: a.limit] if a.limit else pairs
+    a, pairs = parse_args()
     anthy = Anthy()
-    sentences(anthy.segments(pairs[0][0], 10), 10)  # warm-up
+    sentences(anthy.segments(pairs[0][0], 10))  # warm-up
     top1 = top10 = top1_punct = 0
     ms = []
     returned = []
     for reading, gold in pairs:
         t = time.perf_counter()
         segs = anthy.segments(reading, 10)
-        best = sentences(segs, 10)
+        best = sentences(segs)
         ms.append((time.perf_counter() - t) * 1e3)
         returned.append(len(best))
         top1 += best[0] == gold
@@ -113,11 +100,9 @@ def main():
         # aside: the 1-best with punctuation-only segments left as typed (anthy turns 「 into 『)
         top1_punct += "".join(r if set(r) <= PUNCT else (c[0] if c else r) for r, c in segs) == gold
     n = len(pairs)
-    dpkg = subprocess.run(["dpkg-query", "-W", "-f=${Version}", "libanthy1"],
-                          capture_output=True, text=True).stdout.strip() or "?"
     report = {
         "peer": "anthy",
-        "version": f"anthy {anthy.version} (Debian libanthy1 {dpkg})",
+        "version": f"anthy {anthy.version} (Debian libanthy1 {dpkg_version('libanthy1')})",
         "sentences": n,
         "top1": top1 / n,
         "top10": top10 / n,
@@ -129,9 +114,7 @@ def main():
                   "Anthy's first candidate for 「」 is 『』; with punctuation-only segments left "
                   f"as typed top-1 would be {top1_punct / n:.4f}"),
     }
-    print(json.dumps(report, ensure_ascii=False), file=sys.stderr)
-    if a.json:
-        json.dump(report, open(a.json, "w"), indent=2, ensure_ascii=False)
+    emit(report, a.json)
 
 
 if __name__ == "__main__":

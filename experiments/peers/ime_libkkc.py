@@ -15,8 +15,6 @@ n-best conversions only, after a warm-up (a timed-out sentence counts as the tim
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE \\
         python3 experiments/peers/ime_libkkc.py --eval data/ja/eval.tsv [--limit N] [--json OUT]
 """
-import argparse
-import json
 import os
 import re
 import select
@@ -25,12 +23,9 @@ import subprocess
 import sys
 import time
 
+from ime_common import dpkg_version, emit, parse_args
+
 PROMPT = b">> "
-
-
-def dpkg_version(pkg):
-    r = subprocess.run(["dpkg-query", "-W", "-f=${Version}", pkg], capture_output=True, text=True)
-    return r.stdout.strip() or "?"
 
 
 class Kkc:
@@ -82,15 +77,11 @@ class Kkc:
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--eval", default="data/ja/eval.tsv")
-    ap.add_argument("--limit", type=int)
-    ap.add_argument("--json")
-    ap.add_argument("--nbest", type=int, default=10)
-    ap.add_argument("--timeout", type=float, default=5.0, help="seconds per n-best request")
-    a = ap.parse_args()
-    pairs = [l.rstrip("\n").split("\t") for l in open(a.eval, encoding="utf-8") if l.strip()]
-    pairs = pairs[: a.limit] if a.limit else pairs
+    def options(ap):
+        ap.add_argument("--nbest", type=int, default=10)
+        ap.add_argument("--timeout", type=float, default=5.0, help="seconds per n-best request")
+
+    a, pairs = parse_args(options)
     kkc = Kkc()
     kkc.convert(pairs[0][0], 1, 60)  # warm-up
     kkc.convert(pairs[0][0], a.nbest, 60)
@@ -129,9 +120,7 @@ def main():
                   f"ms_per_sentence_median; its unpruned A* search exceeded the {a.timeout:g} s "
                   f"timeout on {timeouts} of {n} sentences, where the 1-best alone was used"),
     }
-    print(json.dumps(report, ensure_ascii=False), file=sys.stderr)
-    if a.json:
-        json.dump(report, open(a.json, "w"), indent=2, ensure_ascii=False)
+    emit(report, a.json)
 
 
 if __name__ == "__main__":

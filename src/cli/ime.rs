@@ -189,18 +189,7 @@ fn estimate_ngrams(m: &ModelArgs, order: usize, vocab: &[String]) -> anyhow::Res
         (Some(&u), Some(&e)) => (u, e),
         _ => bail!("the vocabulary lacks {UNK} or {EOS}"),
     };
-    let read = |path: &Path| -> anyhow::Result<Vec<Vec<u32>>> {
-        let mut sentences = Vec::new();
-        for line in open(path)?.lines() {
-            let ids_of_line: Vec<u32> = line?
-                .split(' ')
-                .filter(|w| !w.is_empty())
-                .map(|w| ids.get(w).copied().unwrap_or(unk))
-                .collect();
-            sentences.push(ids_of_line);
-        }
-        Ok(sentences)
-    };
+    let read = |path: &Path| read_ids(path, |w| ids.get(w).copied().unwrap_or(unk));
     let train = m.train.clone().unwrap_or_else(|| m.data.join("train.txt"));
     let sentences = read(&train)?;
     let general = KneserNey::estimate(&sentences, order, vocab.len(), eos, eos)?;
@@ -316,16 +305,12 @@ fn build(m: &ModelArgs) -> anyhow::Result<Built> {
         );
         let kn = if m.with_kn3 {
             let ngrams = estimate_ngrams(m, 3, model.lm.vocab().words())?;
-            let valid = read_sentences(&m.data.join("valid.txt"), model.lm.vocab())?;
+            let vocab = model.lm.vocab();
+            let valid = read_ids(&m.data.join("valid.txt"), |w| vocab.id_or_unk(w))?;
             let mut lstm = LstmScorer::new(&model.lm)?;
             let p_lstm = fastsoftmax_ime::mix::token_probs(&mut lstm, &valid);
             let p_kn = fastsoftmax_ime::mix::token_probs(&mut ngrams.scorer(), &valid);
-            let rows: Vec<Vec<f64>> = p_lstm
-                .iter()
-                .zip(&p_kn)
-                .map(|(&a, &b)| vec![a, b])
-                .collect();
-            let w = fastsoftmax_ime::mix::em_weights(&rows);
+            let w = fastsoftmax_ime::mix::fit_weights(&[p_lstm, p_kn]);
             eprintln!(
                 "LSTM interpolated with the trigram model: weights {:.3} / {:.3} (EM on valid.txt)",
                 w[0], w[1]
@@ -455,16 +440,11 @@ fn with_scorer<T>(
     })
 }
 
-/// A tokenized text (`display/reading` words, one sentence a line) as ids of `vocab`.
-fn read_sentences(path: &Path, vocab: &fastsoftmax_infer::Vocab) -> anyhow::Result<Vec<Vec<u32>>> {
+/// A tokenized text (`display/reading` words, one sentence a line) as word ids.
+fn read_ids(path: &Path, id: impl Fn(&str) -> u32) -> anyhow::Result<Vec<Vec<u32>>> {
     let mut out = Vec::new();
     for line in open(path)?.lines() {
-        out.push(
-            line?
-                .split_whitespace()
-                .map(|w| vocab.id_or_unk(w))
-                .collect(),
-        );
+        out.push(line?.split_whitespace().map(&id).collect());
     }
     Ok(out)
 }

@@ -218,20 +218,19 @@ impl KneserNey {
 /// Linear interpolation weights of n-gram models over one vocabulary, fitted by EM to maximise
 /// the likelihood of `held_out` (sentences of word ids, each ended by `end`): the standard
 /// domain adaptation of a large general model with a small in-domain one (see
-/// [`crate::mix::em_weights`]).
+/// [`crate::mix::fit_weights`]).
 pub fn mixture_weights(models: &[&KneserNey], held_out: &[Vec<u32>], end: u32) -> Vec<f64> {
-    let mut probs: Vec<Vec<f64>> = Vec::new();
-    for sentence in held_out {
-        let mut history = vec![models[0].start()];
-        for &w in sentence.iter().chain([&end]) {
-            probs.push(models.iter().map(|m| m.prob(&history, w) as f64).collect());
-            history.push(w);
-        }
-    }
-    if probs.is_empty() {
-        return vec![1.0 / models.len() as f64; models.len()];
-    }
-    crate::mix::em_weights(&probs)
+    let columns: Vec<Vec<f64>> = models
+        .iter()
+        .map(|&m| {
+            let mut one = KnScorer {
+                models: vec![(m, 1.0)],
+                end,
+            };
+            crate::mix::token_probs(&mut one, held_out)
+        })
+        .collect();
+    crate::mix::fit_weights(&columns)
 }
 
 /// [`KneserNey`] models as the decoder's [`Scorer`]: `p(w | h) = Σ λ_i p_i(w | h)` (one model

@@ -29,6 +29,20 @@ pub fn em_weights(probs: &[Vec<f64>]) -> Vec<f64> {
     lambda
 }
 
+/// [`em_weights`] from one column of token probabilities per model (`columns[i][t]`, as
+/// [`token_probs`] gives them); equal weights when there are no tokens.
+pub fn fit_weights(columns: &[Vec<f64>]) -> Vec<f64> {
+    let k = columns.len().max(1);
+    let tokens = columns.first().map_or(0, Vec::len);
+    if tokens == 0 {
+        return vec![1.0 / k as f64; k];
+    }
+    let rows: Vec<Vec<f64>> = (0..tokens)
+        .map(|t| columns.iter().map(|c| c[t]).collect())
+        .collect();
+    em_weights(&rows)
+}
+
 /// Each token's probability under `scorer`, over `sentences` (each ended by the scorer's end
 /// word, each from the initial state): one row of [`em_weights`]'s input per model.
 pub fn token_probs<S: Scorer>(scorer: &mut S, sentences: &[Vec<u32>]) -> Vec<f64> {
