@@ -152,6 +152,64 @@ fn packs_a_trained_lstm_into_a_converter_folder() {
     ]);
     assert!(ok, "{err}");
     assert!(out.contains("猫"), "{out}");
+
+    // Vocabulary selection: the tail estimate is fitted into the folder, then every softmax
+    // converts the evaluation set; the selection with every word matches the full softmax.
+    let eval = |extra: &[&str]| {
+        let mut args = vec!["ime", "eval", "--data", data, "--model", p, "--json"];
+        args.extend_from_slice(extra);
+        let (ok, out, err) = cli(&args);
+        assert!(ok, "{extra:?}: {err}");
+        let r: serde_json::Value = serde_json::from_str(&out).unwrap();
+        (r["top1"].as_f64().unwrap(), r["top10"].as_f64().unwrap(), r)
+    };
+    let (ok, out, err) = cli(&[
+        "ime",
+        "fit-tail",
+        "--model",
+        p,
+        "--text",
+        t,
+        "--samples",
+        "3",
+    ]);
+    assert!(ok && out.contains("tail-3.json"), "{out}{err}");
+    let full = eval(&["--softmax", "full"]);
+    let all = eval(&["--softmax", "ivs", "--samples", "1000"]);
+    assert_eq!((full.0, full.1), (all.0, all.1));
+    for extra in [
+        &["--softmax", "ivs", "--samples", "3", "--tail"][..],
+        &["--softmax", "vs", "--sample", "uniform", "--samples", "2"],
+        &["--softmax", "ivs", "--sample", "none"],
+        &["--softmax", "self-norm"],
+    ] {
+        let (_, _, r) = eval(extra);
+        assert_eq!(r["sentences"], 3, "{r}");
+        let rows = |r: &serde_json::Value| r["softmax_rows_per_key"].as_f64().unwrap();
+        // The non-incremental selection recomputes the window's normalisers at every key: on
+        // a vocabulary this small that is more rows than the full softmax.
+        if extra[1] != "vs" {
+            assert!(rows(&r) < rows(&full.2), "{extra:?}: {r}");
+        }
+    }
+    // A tail estimate that was not fitted, or one with another sample size: named, with the fix.
+    let refused = |extra: &[&str]| {
+        let mut args = vec!["ime", "eval", "--data", data, "--model", p];
+        args.extend_from_slice(extra);
+        let (ok, _, err) = cli(&args);
+        assert!(!ok, "{extra:?} ran");
+        err
+    };
+    let err = refused(&["--softmax", "ivs", "--samples", "4", "--tail"]);
+    assert!(
+        err.contains("tail-4.json") && err.contains("fit-tail"),
+        "{err}"
+    );
+    let err = refused(&["--tail"]);
+    assert!(err.contains("--softmax ivs|vs"), "{err}");
+    let err = refused(&["--softmax", "ivs", "--with-kn3"]);
+    assert!(err.contains("without --with-kn3"), "{err}");
+
     // The packed lexicon beside another model (here the f32 original).
     for f in ["manifest.json", "model.safetensors"] {
         std::fs::copy(run.join(f), packed.join(f)).unwrap();

@@ -10,8 +10,8 @@ use anyhow::{bail, Context};
 use clap::{Args, Subcommand, ValueEnum};
 use fastsoftmax_ime::model::{lexicon_of, Entry, LEXICON_FILE};
 use fastsoftmax_ime::{
-    Decoder, ImeModel, Interpolated, KnScorer, KneserNey, Lexicon, LstmScorer, Romaji, Scorer,
-    Spelling,
+    Decoder, ImeModel, Interpolated, IvsScorer, KnScorer, KneserNey, Lexicon, LstmScorer, Repair,
+    Romaji, Sample, Scorer, Spelling, TailEstimate,
 };
 use indicatif::{ProgressBar, ProgressStyle};
 
@@ -76,6 +76,38 @@ enum Action {
         /// Print the report as JSON on stdout.
         #[arg(long)]
         json: bool,
+    },
+    /// Fit the tail estimate of --softmax ivs --tail: a line in the LSTM's context that predicts
+    /// `ln Σ exp(logit)` of the words outside the top --samples, by least squares on the
+    /// contexts of training text; written to MODEL/tail-N.json.
+    FitTail {
+        /// The converter folder (or `train-lm` folder) whose LSTM it is for.
+        #[arg(long, default_value = "assets/models/ime-ja")]
+        model: PathBuf,
+        /// Tokenized training text (`display/reading` words, a sentence a line).
+        #[arg(long, default_value = "data/ja/kwdlc-train.txt")]
+        text: PathBuf,
+        /// The top sample it complements (--samples of `ime eval`).
+        #[arg(long, default_value_t = 400)]
+        samples: usize,
+        /// Sentences of --text to read (from the first).
+        #[arg(long, default_value_t = 3000)]
+        sentences: usize,
+    },
+    /// Plot the per-key latency distributions of `ime eval --json` reports (one curve each:
+    /// the share of keys answered within x milliseconds) as OUT.png and OUT.svg.
+    PlotLatency {
+        /// Reports from `ime eval --json`.
+        #[arg(long, required = true, num_args = 1..)]
+        input: Vec<PathBuf>,
+        /// Output path without extension.
+        #[arg(long)]
+        out: PathBuf,
+        #[arg(
+            long,
+            default_value = "Milliseconds per key, 1,850 KWDLC sentences typed one kana at a time"
+        )]
+        title: String,
     },
     /// Pack a trained LSTM (a `train-lm` folder) and its lexicon into one converter folder an
     /// app ships: the model with int8 vocabulary matrices (a quarter of the size) and
@@ -145,6 +177,73 @@ struct ModelArgs {
     /// Hypotheses kept per kana (the paper: 10).
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=1000))]
     beam: u64,
+    /// The LSTM's softmax: over the whole vocabulary, or over the words the lattice has shown
+    /// so far plus --sample (the IME paper's vocabulary selection).
+    #[arg(long, value_enum, default_value = "full")]
+    softmax: Softmax,
+    /// The fixed words every selection holds beside the lattice's (the paper's Ṽ): the
+    /// --samples most frequent, or as many drawn uniformly (seed 1), or none.
+    #[arg(long, value_enum, default_value = "top")]
+    sample: SampleKind,
+    /// Size of --sample (the paper: 400).
+    #[arg(long, default_value_t = 400)]
+    samples: usize,
+    /// With --softmax ivs|vs and --sample top: raise each normaliser by the estimated mass of
+    /// the words outside the sample (MODEL/tail-N.json, from `ime fit-tail`).
+    #[arg(long)]
+    tail: bool,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum Softmax {
+    /// Every word of the vocabulary, for every new hypothesis.
+    Full,
+    /// Incremental vocabulary selection (Algorithm 1): each context's normaliser covers the
+    /// lattice's words so far and is repaired, not recomputed, as new words arrive.
+    Ivs,
+    /// The same selection, every live normaliser recomputed at every key.
+    Vs,
+    /// No normaliser: a word's log-probability is its logit (for a model trained with
+    /// `train.self_norm`, which learns log Z ≈ 0).
+    SelfNorm,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum SampleKind {
+    Top,
+    Uniform,
+    None,
+}
+
+impl ModelArgs {
+    /// `full`, or e.g. `ivs, top 400`.
+    fn softmax_name(&self) -> String {
+        let kind = format!("{:?}", self.softmax).to_lowercase();
+        match (self.softmax, self.sample) {
+            (Softmax::Full | Softmax::SelfNorm, _) => kind,
+            (_, SampleKind::None) => format!("{kind}, no sample"),
+            (_, sample) => {
+                let tail = if self.tail { " + tail estimate" } else { "" };
+                format!("{kind}, {:?} {}{tail}", sample, self.samples).to_lowercase()
+            }
+        }
+    }
+
+    fn selection(&self) -> (Sample, Repair) {
+        let sample = match self.sample {
+            SampleKind::Top => Sample::Top(self.samples),
+            SampleKind::Uniform => Sample::Uniform {
+                n: self.samples,
+                seed: 1,
+            },
+            SampleKind::None => Sample::None,
+        };
+        let repair = match self.softmax {
+            Softmax::Vs => Repair::FromScratch,
+            _ => Repair::Incremental,
+        };
+        (sample, repair)
+    }
 }
 
 /// The lexicon and the language model that scores it.
@@ -158,6 +257,15 @@ struct Built {
 enum Model {
     /// The LSTM, and the n-gram models it is interpolated with (`--with-kn3`) with its weight.
     Lstm(Box<fastsoftmax_infer::LanguageModel>, Option<(Ngrams, f32)>),
+    /// The LSTM without a normaliser.
+    SelfNormalised(Box<fastsoftmax_infer::LanguageModel>),
+    /// The LSTM with vocabulary selection (and the tail estimate).
+    Selecting(
+        Box<fastsoftmax_infer::LanguageModel>,
+        Sample,
+        Repair,
+        Option<TailEstimate>,
+    ),
     Kn(Ngrams),
 }
 
@@ -274,6 +382,16 @@ fn build(m: &ModelArgs) -> anyhow::Result<Built> {
     if m.with_kn3 && m.lm != Lm::Lstm {
         bail!("--with-kn3 interpolates the LSTM with the trigram model: use it with --lm lstm");
     }
+    if m.softmax != Softmax::Full && (m.lm != Lm::Lstm || m.with_kn3) {
+        bail!(
+            "--softmax {:?} selects the LSTM's vocabulary: use it with --lm lstm and without \
+             --with-kn3",
+            m.softmax
+        );
+    }
+    if m.tail && (!matches!(m.softmax, Softmax::Ivs | Softmax::Vs) || m.sample != SampleKind::Top) {
+        bail!("--tail estimates the words outside a top sample: use it with --softmax ivs|vs and --sample top");
+    }
     if m.lm == Lm::Lstm && m.in_domain.is_some() && !m.with_kn3 {
         bail!(
             "--in-domain adapts the n-gram models; with --lm lstm it needs --with-kn3 (the LSTM \
@@ -319,11 +437,24 @@ fn build(m: &ModelArgs) -> anyhow::Result<Built> {
         } else {
             None
         };
+        let lm = if m.softmax == Softmax::Full {
+            Model::Lstm(Box::new(model.lm), kn)
+        } else if m.softmax == Softmax::SelfNorm {
+            Model::SelfNormalised(Box::new(model.lm))
+        } else {
+            let (sample, repair) = m.selection();
+            let tail = if m.tail {
+                Some(TailEstimate::load(&m.model, m.samples, &model.lm)?)
+            } else {
+                None
+            };
+            Model::Selecting(Box::new(model.lm), sample, repair, tail)
+        };
         return Ok(Built {
             lexicon: model.lexicon,
             katakana: m.katakana,
             spelling: model.spelling,
-            lm: Model::Lstm(Box::new(model.lm), kn),
+            lm,
         });
     }
     // The n-gram models: `<eos>`, `<unk>` and the words seen often enough.
@@ -368,6 +499,8 @@ struct Report {
     in_domain: Option<PathBuf>,
     /// The LSTM interpolated with the trigram model, and its weight.
     with_kn3: Option<f32>,
+    /// The LSTM's softmax: `full`, or the selection (`ivs`/`vs`) and its fixed sample.
+    softmax: Option<String>,
     sentences: usize,
     top1: f64,
     top10: f64,
@@ -378,9 +511,21 @@ struct Report {
     /// The LSTM's softmax (normalisers and word logits): ms per key, and its share of the time.
     softmax_ms_per_key: Option<f64>,
     softmax_share: Option<f64>,
+    /// Logits computed for normalisers per key (the full softmax: vocabulary × new states).
+    softmax_rows_per_key: Option<f64>,
     beam: u64,
     min_count: u64,
     katakana: usize,
+    /// The distribution of per-key milliseconds: `(ms, share of keys at or below)`.
+    latency_cdf: Vec<(f64, f64)>,
+}
+
+/// `(ms, share)` of sorted per-key times at every percent, the 99.5th and 99.9th, and the max.
+fn latency_cdf(sorted: &[f64]) -> Vec<(f64, f64)> {
+    let shares = (0..100)
+        .map(|p| p as f64 / 100.0)
+        .chain([0.995, 0.999, 1.0]);
+    shares.map(|q| (percentile(sorted, q), q)).collect()
 }
 
 fn percentile(sorted: &[f64], p: f64) -> f64 {
@@ -412,13 +557,23 @@ fn convert<S: Scorer>(
 /// Converts one reading: `(kana, n, per-key milliseconds) → n-best`.
 type Convert<'a> = dyn FnMut(&str, usize, &mut Vec<f64>) -> Vec<fastsoftmax_ime::Candidate> + 'a;
 
-/// Runs `f` with the scorer of the built model; `softmax_s` receives the LSTM's seconds in the
-/// softmax (normalisers and word logits).
+/// What the LSTM scorers report after a run.
+#[derive(Debug, Default)]
+struct ScorerStats {
+    /// Seconds in the softmax (normalisers and word logits).
+    softmax_s: Option<f64>,
+    /// Logits computed for normalisers (vocabulary selection).
+    normaliser_rows: Option<u64>,
+    /// The same for the full softmax.
+    full_rows: Option<u64>,
+}
+
+/// Runs `f` with the scorer of the built model; `stats` receives what the LSTM scorers report.
 fn with_scorer<T>(
     b: &Built,
     f: impl FnOnce(&mut Convert<'_>) -> T,
     beam: usize,
-    softmax_s: &mut Option<f64>,
+    stats: &mut ScorerStats,
 ) -> anyhow::Result<T> {
     Ok(match &b.lm {
         Model::Kn(kn) => {
@@ -428,13 +583,31 @@ fn with_scorer<T>(
         Model::Lstm(lm, None) => {
             let mut s = LstmScorer::new(lm)?;
             let out = f(&mut |kana, n, ms| convert(&mut s, b, beam, kana, n, ms));
-            *softmax_s = Some(s.timers.softmax.as_secs_f64());
+            stats.softmax_s = Some(s.timers.softmax.as_secs_f64());
+            stats.full_rows = Some(s.normaliser_rows);
+            out
+        }
+        Model::SelfNormalised(lm) => {
+            let mut s = LstmScorer::self_normalised(lm)?;
+            let out = f(&mut |kana, n, ms| convert(&mut s, b, beam, kana, n, ms));
+            stats.softmax_s = Some(s.timers.softmax.as_secs_f64());
+            stats.normaliser_rows = Some(0);
+            out
+        }
+        Model::Selecting(lm, sample, repair, tail) => {
+            let mut s = IvsScorer::new(lm, *sample, *repair)?;
+            if let Some(t) = tail {
+                s = s.with_tail(t.clone())?;
+            }
+            let out = f(&mut |kana, n, ms| convert(&mut s, b, beam, kana, n, ms));
+            stats.softmax_s = Some(s.timers.softmax.as_secs_f64());
+            stats.normaliser_rows = Some(s.normaliser_rows);
             out
         }
         Model::Lstm(lm, Some((kn, lambda))) => {
             let mut s = Interpolated::new(LstmScorer::new(lm)?, kn.scorer(), *lambda);
             let out = f(&mut |kana, n, ms| convert(&mut s, b, beam, kana, n, ms));
-            *softmax_s = Some(s.a.timers.softmax.as_secs_f64());
+            stats.softmax_s = Some(s.a.timers.softmax.as_secs_f64());
             out
         }
     })
@@ -506,7 +679,7 @@ fn latency(
             }
         },
         model.beam as usize,
-        &mut None,
+        &mut ScorerStats::default(),
     )?;
     let blocks: Vec<(usize, usize, f64)> = per_key
         .chunks(block)
@@ -577,6 +750,31 @@ pub fn run(a: ImeArgs) -> anyhow::Result<()> {
             out,
             f32,
         } => pack(&model, &data, &out, f32),
+        Action::PlotLatency { input, out, title } => plot_latency(&input, &out, &title),
+        Action::FitTail {
+            model,
+            text,
+            samples,
+            sentences,
+        } => {
+            let t = Instant::now();
+            let lm = fastsoftmax_infer::LanguageModel::load(&model)
+                .with_context(|| format!("loading the language model in {}", model.display()))?;
+            let vocab = lm.vocab();
+            let mut ids = read_ids(&text, |w| vocab.id_or_unk(w))?;
+            ids.truncate(sentences);
+            let est = TailEstimate::fit(&lm, samples, &ids)?;
+            let path = est.save(&model)?;
+            println!(
+                "{}: {} contexts of {} sentences, rms error {:.3} nats, in {:.0} s",
+                path.display(),
+                est.contexts,
+                ids.len(),
+                est.rmse,
+                t.elapsed().as_secs_f64()
+            );
+            Ok(())
+        }
         Action::Convert {
             model,
             romaji,
@@ -596,7 +794,7 @@ pub fn run(a: ImeArgs) -> anyhow::Result<()> {
                 &b,
                 |conv| conv(&kana, n, &mut Vec::new()),
                 model.beam as usize,
-                &mut None,
+                &mut ScorerStats::default(),
             )?;
             println!("{kana}");
             for (i, c) in best.iter().enumerate() {
@@ -651,7 +849,7 @@ pub fn run(a: ImeArgs) -> anyhow::Result<()> {
             let (mut top1, mut top10) = (0usize, 0usize);
             let mut key_ms = Vec::new();
             let mut wrong = Vec::new();
-            let mut softmax_s = None;
+            let mut stats = ScorerStats::default();
             let bar = ProgressBar::new(pairs.len() as u64).with_style(
                 ProgressStyle::with_template("converting {bar:40} {pos}/{len}, ETA {eta}")
                     .unwrap_or_else(|_| ProgressStyle::default_bar()),
@@ -671,7 +869,7 @@ pub fn run(a: ImeArgs) -> anyhow::Result<()> {
                     }
                 },
                 model.beam as usize,
-                &mut softmax_s,
+                &mut stats,
             )?;
             bar.finish_and_clear();
             if let Some(path) = &errors {
@@ -688,6 +886,7 @@ pub fn run(a: ImeArgs) -> anyhow::Result<()> {
                     Model::Lstm(_, Some((_, lambda))) => Some(*lambda),
                     _ => None,
                 },
+                softmax: (model.lm == Lm::Lstm).then(|| model.softmax_name()),
                 sentences: pairs.len(),
                 top1: top1 as f64 / n,
                 top10: top10 as f64 / n,
@@ -695,11 +894,23 @@ pub fn run(a: ImeArgs) -> anyhow::Result<()> {
                 ms_per_key_median: percentile(&key_ms, 0.5),
                 ms_per_key_p99: percentile(&key_ms, 0.99),
                 ms_per_key_max: key_ms.last().copied().unwrap_or(0.0),
-                softmax_ms_per_key: softmax_s.map(|s| 1e3 * s / key_ms.len().max(1) as f64),
-                softmax_share: softmax_s.map(|s| 1e3 * s / key_ms.iter().sum::<f64>().max(1e-9)),
+                softmax_ms_per_key: stats
+                    .softmax_s
+                    .map(|s| 1e3 * s / key_ms.len().max(1) as f64),
+                softmax_share: stats
+                    .softmax_s
+                    .map(|s| 1e3 * s / key_ms.iter().sum::<f64>().max(1e-9)),
+                softmax_rows_per_key: match stats.normaliser_rows {
+                    Some(r) => Some(r as f64 / key_ms.len().max(1) as f64),
+                    // The full softmax: every new state scores the whole vocabulary.
+                    None => stats
+                        .full_rows
+                        .map(|r| r as f64 / key_ms.len().max(1) as f64),
+                },
                 beam: model.beam,
                 min_count: model.min_count,
                 katakana: model.katakana,
+                latency_cdf: latency_cdf(&key_ms),
             };
             if json {
                 println!("{}", serde_json::to_string_pretty(&report)?);
@@ -727,4 +938,52 @@ pub fn run(a: ImeArgs) -> anyhow::Result<()> {
             Ok(())
         }
     }
+}
+
+/// One CDF curve per report, named by its language model and softmax.
+fn plot_latency(input: &[PathBuf], out: &Path, title: &str) -> anyhow::Result<()> {
+    let mut series = Vec::new();
+    for path in input {
+        let text =
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        let r: serde_json::Value = serde_json::from_str(&text)
+            .with_context(|| format!("{}: not a report of `ime eval --json`", path.display()))?;
+        let cdf: Vec<(f64, f64)> =
+            serde_json::from_value(r["latency_cdf"].clone()).with_context(|| {
+                format!(
+                    "{}: no latency_cdf; run `ime eval --json` again with this version",
+                    path.display()
+                )
+            })?;
+        let lm = r["lm"].as_str().unwrap_or("?");
+        let name = match r["softmax"].as_str() {
+            Some(s) => format!("{lm} ({s})"),
+            None => lm.to_string(),
+        };
+        let name = format!(
+            "{name}: median {:.2}, p99 {:.2}, max {:.1}",
+            r["ms_per_key_median"].as_f64().unwrap_or(f64::NAN),
+            r["ms_per_key_p99"].as_f64().unwrap_or(f64::NAN),
+            r["ms_per_key_max"].as_f64().unwrap_or(f64::NAN)
+        );
+        series.push(super::plot::Series {
+            name,
+            points: cdf.into_iter().filter(|p| p.0 > 0.0).collect(),
+        });
+    }
+    let style = super::plot::Style {
+        x_suffix: "",
+        markers: false,
+        legend: plotters::prelude::SeriesLabelPosition::LowerRight,
+    };
+    super::plot::line_plot_with(
+        out,
+        title,
+        "milliseconds per key (log scale)",
+        "share of keys answered",
+        &series,
+        &style,
+    )?;
+    eprintln!("wrote {}.png and .svg", out.display());
+    Ok(())
 }

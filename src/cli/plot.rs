@@ -122,6 +122,24 @@ pub fn register_font() {
     });
 }
 
+/// How the curves and the x axis look.
+pub struct Style {
+    /// Written after each x tick label (`×` for speedups).
+    pub x_suffix: &'static str,
+    /// A dot on every point (off for dense curves such as distributions).
+    pub markers: bool,
+    /// Where the legend sits (where the curves are not).
+    pub legend: SeriesLabelPosition,
+}
+
+impl Style {
+    pub const SPEEDUP: Style = Style {
+        x_suffix: "×",
+        markers: true,
+        legend: SeriesLabelPosition::LowerLeft,
+    };
+}
+
 /// Draws `series` (log-scale x) into `STEM.png` and `STEM.svg`, each written atomically.
 pub fn line_plot(
     stem: &Path,
@@ -129,6 +147,18 @@ pub fn line_plot(
     x_desc: &str,
     y_desc: &str,
     series: &[Series],
+) -> anyhow::Result<()> {
+    line_plot_with(stem, title, x_desc, y_desc, series, &Style::SPEEDUP)
+}
+
+/// [`line_plot`] in another [`Style`].
+pub fn line_plot_with(
+    stem: &Path,
+    title: &str,
+    x_desc: &str,
+    y_desc: &str,
+    series: &[Series],
+    style: &Style,
 ) -> anyhow::Result<()> {
     register_font();
     let points = || series.iter().flat_map(|s| s.points.iter().copied());
@@ -156,6 +186,7 @@ pub fn line_plot(
         y_desc,
         series,
         ranges,
+        style,
     )?;
     fastsoftmax_infer::files::write_atomic(&stem.with_extension("svg"), svg.as_bytes())?;
     // The bitmap backend picks its encoder from the extension: render to a temporary .png.
@@ -169,6 +200,7 @@ pub fn line_plot(
         y_desc,
         series,
         ranges,
+        style,
     )?;
     std::fs::rename(&tmp, stem.with_extension("png"))
         .with_context(|| format!("writing {}", stem.with_extension("png").display()))?;
@@ -182,6 +214,7 @@ fn draw<DB: DrawingBackend>(
     y_desc: &str,
     series: &[Series],
     (x0, x1, y0, y1): (f64, f64, f64, f64),
+    style: &Style,
 ) -> anyhow::Result<()>
 where
     DB::ErrorType: 'static,
@@ -199,7 +232,10 @@ where
         .configure_mesh()
         .x_desc(x_desc)
         .y_desc(y_desc)
-        .x_label_formatter(&|x| format!("{x:.0}×"))
+        .x_label_formatter(&|x| {
+            let digits = if *x < 1.0 { 2 } else { 0 };
+            format!("{x:.digits$}{}", style.x_suffix)
+        })
         .y_label_formatter(&|y| format!("{y:.3}"))
         .label_style(("sans-serif", 16))
         .draw()
@@ -213,16 +249,18 @@ where
             .legend(move |(x, y)| {
                 PathElement::new(vec![(x, y), (x + 24, y)], color.stroke_width(3))
             });
-        chart
-            .draw_series(s.points.iter().map(|&p| Circle::new(p, 4, color.filled())))
-            .map_err(err)?;
+        if style.markers {
+            chart
+                .draw_series(s.points.iter().map(|&p| Circle::new(p, 4, color.filled())))
+                .map_err(err)?;
+        }
     }
     chart
         .configure_series_labels()
         .background_style(WHITE.mix(0.85))
         .border_style(BLACK)
         .label_font(("sans-serif", 16))
-        .position(SeriesLabelPosition::LowerLeft)
+        .position(style.legend.clone())
         .draw()
         .map_err(err)?;
     root.present().map_err(err)?;

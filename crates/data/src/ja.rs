@@ -13,6 +13,8 @@
 //! - `ipadic.tsv`: `reading<TAB>display` of every ipadic entry (the lattice's words outside the
 //!   LM's vocabulary);
 //! - `eval.tsv`: the 1,850-sentence conversion set, `reading<TAB>display`;
+//! - `dev.tsv`: the same from `valid.txt` (its sentences whose reading a person types as kana,
+//!   the eval set's rule): for choosing between models and settings without the test split;
 //! - `stats.json`: sentences, tokens, how KWDLC was segmented.
 //!
 //! KWDLC sentences are segmented by ipadic too when ipadic's readings spell the hand-corrected
@@ -60,6 +62,28 @@ pub fn is_kana(s: &str) -> bool {
     !s.is_empty()
         && s.chars()
             .all(|c| matches!(c, 'ぁ'..='ゖ' | 'ァ'..='ヺ' | 'ー' | 'ゝ' | 'ゞ' | 'ヽ' | 'ヾ'))
+}
+
+/// `reading<TAB>display` of the tokenized sentences (`display/reading` words) whose reading
+/// holds no digit, Latin letter or kanji: what a person types as kana, as in the eval set.
+pub fn conversion_set(sentences: &[String]) -> Vec<String> {
+    let typeable = |c: char| {
+        !(c.is_ascii_alphanumeric()
+            || matches!(c, '０'..='９' | 'Ａ'..='Ｚ' | 'ａ'..='ｚ' | '\u{3400}'..='\u{4dbf}' | '\u{4e00}'..='\u{9fff}'))
+    };
+    sentences
+        .iter()
+        .filter_map(|line| {
+            let (mut reading, mut display) = (String::new(), String::new());
+            for w in line.split(' ') {
+                let (d, r) = w.rsplit_once('/')?;
+                display.push_str(d);
+                reading.push_str(r);
+            }
+            (!reading.is_empty() && reading.chars().all(typeable))
+                .then(|| format!("{reading}\t{display}"))
+        })
+        .collect()
 }
 
 /// One word: what is shown and what is typed.
@@ -273,6 +297,9 @@ pub struct Stats {
     pub distinct_words: usize,
     pub ipadic_entries: usize,
     pub eval_sentences: usize,
+    /// Sentences of `dev.tsv`.
+    #[serde(default)]
+    pub dev_sentences: usize,
 }
 
 /// Writes `lines` to `path` atomically (a `.tmp` file, then a rename).
@@ -399,10 +426,13 @@ pub fn prepare(
     let eval = std::fs::read_to_string(&eval_src).map_err(io(&eval_src))?;
     let eval: Vec<String> = eval.lines().map(str::to_string).collect();
     stats.eval_sentences = eval.len();
+    let dev = conversion_set(&valid);
+    stats.dev_sentences = dev.len();
 
     write_lines(&out.join("words.tsv"), &words_tsv)?;
     write_lines(&out.join("ipadic.tsv"), &ipadic_tsv)?;
     write_lines(&out.join("eval.tsv"), &eval)?;
+    write_lines(&out.join("dev.tsv"), &dev)?;
     write_lines(&out.join("valid.txt"), &valid)?;
     write_lines(&out.join("test.txt"), &test)?;
     write_lines(&out.join("train.txt"), &train)?;
@@ -416,6 +446,26 @@ pub fn prepare(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_conversion_set_keeps_sentences_typed_as_kana() {
+        let lines = [
+            "今日/きょう は/は 晴れ/はれ 。/。",
+            "１９７０/せんきゅうひゃくななじゅう 年/ねん",
+            "ＰＣ/ぴーしー を/を 使う/つかう",
+            "Ｐ/Ｐ 社/しゃ",
+            "bad-token",
+        ]
+        .map(String::from);
+        assert_eq!(
+            conversion_set(&lines),
+            [
+                "きょうははれ。\t今日は晴れ。",
+                "せんきゅうひゃくななじゅうねん\t１９７０年",
+                "ぴーしーをつかう\tＰＣを使う"
+            ]
+        );
+    }
 
     #[test]
     fn katakana_becomes_hiragana() {

@@ -8,21 +8,27 @@
 //!   [`decode::Scorer`]; n-best distinct conversions; backspace.
 //! - [`kn`]: interpolated modified Kneser–Ney n-gram models, the paper's baselines.
 //! - [`lstm`]: the LSTM language model (infer's step) with the full softmax.
+//! - [`ivs`]: the same LSTM with incremental vocabulary selection (the paper's Algorithm 1).
+//! - [`tail`]: a linear estimate of the mass of the words a selection leaves out.
 //! - [`mix`]: linear interpolation of language models, weights by EM on held-out text.
 //! - [`model`]: the shipped converter folder: the LM and the lexicon of the words outside it.
 
 pub mod decode;
+pub mod ivs;
 pub mod kn;
 pub mod lattice;
 pub mod lstm;
 pub mod mix;
 pub mod model;
 pub mod romaji;
+pub mod tail;
 
 pub use decode::{Candidate, Decoder, Scorer, Spelling};
+pub use ivs::{IvsScorer, IvsState, Repair, Sample};
 pub use kn::{mixture_weights, KnScorer, KneserNey};
 pub use lattice::{Lattice, Lexicon, Word};
 pub use lstm::{LstmScorer, LstmState};
 pub use mix::Interpolated;
 pub use model::ImeModel;
 pub use romaji::Romaji;
+pub use tail::TailEstimate;

@@ -45,6 +45,10 @@ pub struct LstmScorer<'a> {
     logits: Vec<f32>,
     contexts: Vec<f32>,
     pub timers: Timers,
+    /// Logits computed for normalisers (vocabulary × contexts).
+    pub normaliser_rows: u64,
+    /// Self-normalised: `log Z` taken as 0, no normaliser computed.
+    self_normalised: bool,
 }
 
 impl<'a> LstmScorer<'a> {
@@ -63,7 +67,18 @@ impl<'a> LstmScorer<'a> {
             logits: Vec::new(),
             contexts: Vec::new(),
             timers: Timers::default(),
+            normaliser_rows: 0,
+            self_normalised: false,
         })
+    }
+
+    /// The scorer of a model trained with self-normalisation (`train.self_norm`): a word's
+    /// log-probability is its logit, `log Z` being taught to be 0, so no normaliser is
+    /// computed at all. On a model trained without it the scores are not probabilities.
+    pub fn self_normalised(lm: &'a LanguageModel) -> Result<Self> {
+        let mut s = Self::new(lm)?;
+        s.self_normalised = true;
+        Ok(s)
     }
 
     pub fn model(&self) -> &LanguageModel {
@@ -72,8 +87,12 @@ impl<'a> LstmScorer<'a> {
 
     /// `log Z` of each context `[n, d]`, one batched product over the vocabulary.
     fn normalisers(&mut self, n: usize) -> Vec<f32> {
+        if self.self_normalised {
+            return vec![0.0; n];
+        }
         let t = Instant::now();
         let v = self.lm.vocab().len();
+        self.normaliser_rows += (n * v) as u64;
         self.logits.resize(n * v, 0.0);
         self.lm
             .full_head()
@@ -114,14 +133,13 @@ impl Scorer for LstmScorer<'_> {
 
     fn advance(&mut self, from: &[(&LstmState, u32)]) -> Vec<LstmState> {
         let t = Instant::now();
-        let mut states = Vec::with_capacity(from.len());
+        let mut states: Vec<LmState> = from.iter().map(|(s, _)| s.0 .0.clone()).collect();
+        let words: Vec<u32> = from.iter().map(|&(_, w)| w).collect();
+        // Lattice words carry ids of this LM's vocabulary.
+        let _ = self.lm.step_batch(&words, &mut states);
         self.contexts.clear();
-        for &(s, w) in from {
-            let mut next = s.0 .0.clone();
-            // Lattice words carry ids of this LM's vocabulary.
-            let _ = self.lm.step(w, &mut next);
-            self.contexts.extend_from_slice(next.context());
-            states.push(next);
+        for s in &states {
+            self.contexts.extend_from_slice(s.context());
         }
         self.timers.lstm += t.elapsed();
         let z = self.normalisers(states.len());

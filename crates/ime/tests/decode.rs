@@ -117,7 +117,7 @@ fn backspace_equals_typing_the_shorter_input() {
         dec.push(c, &lex, &mut scorer);
     }
     for _ in 0..3 {
-        dec.pop();
+        dec.pop(&lex, &mut scorer);
     }
     let after: Vec<_> = dec.n_best(10, &lex, &mut scorer);
     let mut fresh = Decoder::new(&mut scorer, 10, spelling);

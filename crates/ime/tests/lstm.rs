@@ -2,51 +2,17 @@
 //! check the arithmetic and the plumbing, not the conversions' quality).
 
 use fastsoftmax_ime::{Decoder, Lexicon, LstmScorer, Scorer, Spelling};
-use fastsoftmax_infer::model::artifact::{Cell, LmSpec, LmWeights, RecurrentWeights};
-use fastsoftmax_infer::{LanguageModel, Vocab};
+mod common;
 
-const WORDS: &[&str] = &[
-    "今日/きょう",
-    "京/きょう",
-    "は/は",
-    "葉/は",
-    "いい/いい",
-    "良い/いい",
-];
+use fastsoftmax_infer::model::artifact::LmWeights;
+use fastsoftmax_infer::{LanguageModel, Vocab};
 
 fn model() -> LanguageModel {
     LanguageModel::from_weights(weights()).unwrap()
 }
 
 fn weights() -> LmWeights {
-    let words: Vec<String> = WORDS.iter().map(|s| s.to_string()).collect();
-    let vocab = Vocab::from_words(words).unwrap();
-    let (v, d) = (vocab.len(), 8usize);
-    let vals = |n: usize, s: f32| {
-        (0..n)
-            .map(|i| ((i as f32 * 0.37 + s).sin()) * 0.5)
-            .collect::<Vec<_>>()
-    };
-    LmWeights {
-        spec: LmSpec {
-            cell: Cell::Lstm,
-            vocab_size: v,
-            d_embed: d,
-            d_hidden: d,
-            n_layers: 1,
-            tied: true,
-        },
-        vocab,
-        embedding: vals(v * d, 0.1),
-        layers: vec![RecurrentWeights {
-            w_ih: vals(4 * d * d, 0.2),
-            w_hh: vals(4 * d * d, 0.3),
-            b_ih: vals(4 * d, 0.4),
-            b_hh: vals(4 * d, 0.5),
-        }],
-        output_weight: None,
-        output_bias: vals(v, 0.7),
-    }
+    common::lstm_weights(common::WORDS.iter().map(|s| s.to_string()).collect(), 8)
 }
 
 /// `log_softmax` of the full head's logits at `state`, computed directly.
@@ -178,4 +144,29 @@ fn converter_folder_round_trips_and_refuses_mismatches() {
         .unwrap()
         .to_string();
     assert!(err.contains("not an IME language model"), "{err}");
+}
+
+/// Advancing states as one batch equals stepping each (the beam's batched LSTM step), and a
+/// batch with a word outside the vocabulary or a missing state is refused.
+#[test]
+fn batched_steps_equal_single_steps() {
+    let lm = model();
+    let mut states = vec![lm.new_state(); 3];
+    for (i, s) in states.iter_mut().enumerate() {
+        for w in 0..=i as u32 {
+            lm.step(w, s).unwrap();
+        }
+    }
+    let words = [4u32, 0, 2];
+    let mut batched = states.clone();
+    lm.step_batch(&words, &mut batched).unwrap();
+    for ((s, w), b) in states.iter_mut().zip(words).zip(&batched) {
+        lm.step(w, s).unwrap();
+        for (x, y) in s.context().iter().zip(b.context()) {
+            assert!((x - y).abs() < 1e-5, "{x} against {y}");
+        }
+    }
+    assert!(lm.step_batch(&[0, 99], &mut batched[..2]).is_err());
+    assert!(lm.step_batch(&[0], &mut batched).is_err());
+    lm.step_batch(&[], &mut []).unwrap();
 }

@@ -62,6 +62,15 @@ pub struct TrainConfig {
     /// The softmax of the training loss. Evaluation always uses the exact full softmax.
     #[serde(default)]
     pub softmax: TrainingSoftmax,
+    /// Self-normalisation (Devlin et al. 2014): `α` of the extra loss `α·mean(log Z)²`, which
+    /// teaches the model `log Z ≈ 0` so an engine may skip the normaliser (the IME paper: 0.1).
+    /// 0 = off; needs `softmax` full (the term needs every row's `log Z`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub self_norm: f64,
+}
+
+fn is_zero(x: &f64) -> bool {
+    *x == 0.0
 }
 
 fn default_min_count() -> usize {
@@ -123,7 +132,7 @@ impl ExperimentConfig {
                 samples > 0 && (0.0..=1.0).contains(&power)
             }
         };
-        let checks: [(bool, &str); 12] = [
+        let checks: [(bool, &str); 13] = [
             (m.d_embed > 0, "model.d_embed must be > 0"),
             (m.d_hidden > 0, "model.d_hidden must be > 0"),
             (m.n_layers > 0, "model.n_layers must be > 0"),
@@ -156,6 +165,13 @@ impl ExperimentConfig {
             (
                 sampled_ok,
                 "train.softmax sampled needs samples > 0 and power in [0, 1]",
+            ),
+            (
+                t.self_norm == 0.0
+                    || (t.self_norm > 0.0
+                        && t.self_norm.is_finite()
+                        && t.softmax == TrainingSoftmax::Full),
+                "train.self_norm must be ≥ 0, and > 0 only with softmax kind full",
             ),
         ];
         match checks.iter().find(|(ok, _)| !ok) {

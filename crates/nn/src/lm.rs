@@ -274,6 +274,54 @@ impl LanguageModel {
         }
     }
 
+    /// Mean `log Z` of the output layer over the contexts after `tokens` ([batch, time] ids, from
+    /// the zero state), in chunks of 256 rows.
+    pub fn mean_log_z(&self, tokens: Tensor<2, Int>) -> f64 {
+        let [batch, time] = tokens.dims();
+        let state = self.initial_state(batch, &tokens.device());
+        let (h, _) = self.hidden(tokens, state);
+        let n = batch * time;
+        let h = h.reshape([n, self.d_hidden]).detach();
+        let (w, b) = self.output_layer();
+        let (w, b) = (w.detach(), b.detach());
+        let mut sum = 0.0f64;
+        for start in (0..n).step_by(256) {
+            let rows = h
+                .clone()
+                .slice([start..(start + 256).min(n), 0..self.d_hidden]);
+            let logits = rows.matmul(w.clone()) + b.clone().unsqueeze::<2>();
+            let m = logits.dims()[0];
+            let logp = log_softmax(logits.clone(), 1);
+            // log Z = logit − log p, in any column.
+            let log_z = logits.slice([0..m, 0..1]) - logp.slice([0..m, 0..1]);
+            sum += log_z.sum().into_scalar::<f32>() as f64;
+        }
+        sum / n.max(1) as f64
+    }
+
+    /// Adds `delta` to every output bias (the softmax is unchanged; `log Z` moves by `delta`).
+    pub fn shift_output_bias(mut self, delta: f32) -> Self {
+        // A new leaf (detached, then tracked again if it was): the shift is not part of any
+        // graph the training step differentiates.
+        let shift = |t: Tensor<1>| {
+            let tracked = t.is_require_grad();
+            let t = t.add_scalar(delta).detach();
+            if tracked {
+                t.require_grad()
+            } else {
+                t
+            }
+        };
+        if let Some(b) = self.tied_bias.take() {
+            self.tied_bias = Some(b.map(shift));
+        }
+        if let Some(mut out) = self.output.take() {
+            out.bias = out.bias.map(|b| b.map(shift));
+            self.output = Some(out);
+        }
+        self
+    }
+
     /// Mean negative log-likelihood of `targets` ([batch, time] ids) after `tokens`, and the new state.
     pub fn loss(
         &self,
@@ -293,21 +341,56 @@ impl LanguageModel {
         state: LmState,
         ops: Ops,
     ) -> (Tensor<1>, LmState) {
+        self.loss_with_norm(tokens, targets, state, ops, 0.0)
+    }
+
+    /// [`LanguageModel::loss_with`] plus `alpha · mean(log Z)²` (0: none).
+    pub fn loss_with_norm(
+        &self,
+        tokens: Tensor<2, Int>,
+        targets: Tensor<2, Int>,
+        state: LmState,
+        ops: Ops,
+        alpha: f32,
+    ) -> (Tensor<1>, LmState) {
         let [batch, time] = tokens.dims();
+        let n = batch * time;
         let (h, state) = self.hidden_with(tokens, state, ops);
-        let h = h.reshape([batch * time, self.d_hidden]);
+        let h = h.reshape([n, self.d_hidden]);
+        let targets = targets.reshape([n]);
         let loss = match ops {
             Ops::Fused => {
                 let (w, b) = self.output_layer();
-                crate::fused::softmax_cross_entropy(h, w, b, targets.reshape([batch * time]))
+                crate::fused::self_normalised_cross_entropy(h, w, b, targets, alpha)
             }
             Ops::Composed => {
-                let logp = log_softmax(self.logits(h), 1);
-                let picked = logp.gather(1, targets.reshape([batch * time, 1]));
-                picked.mean().neg()
+                let logits = self.logits(h);
+                let logp = log_softmax(logits.clone(), 1);
+                let picked = logp.clone().gather(1, targets.reshape([n, 1]));
+                let ce = picked.mean().neg();
+                if alpha == 0.0 {
+                    ce
+                } else {
+                    // log Z = logit − log p, in any column.
+                    let log_z = logits.slice([0..n, 0..1]) - logp.slice([0..n, 0..1]);
+                    ce + log_z.powf_scalar(2.0).mean().mul_scalar(alpha)
+                }
             }
         };
         (loss, state)
+    }
+
+    /// [`LanguageModel::loss`] plus `alpha · mean(log Z)²` over the positions (self-normalisation
+    /// training; the reported loss includes the term).
+    pub fn loss_self_normalised(
+        &self,
+        tokens: Tensor<2, Int>,
+        targets: Tensor<2, Int>,
+        state: LmState,
+        alpha: f32,
+    ) -> (Tensor<1>, LmState) {
+        let ops = Ops::for_device(&tokens.device());
+        self.loss_with_norm(tokens, targets, state, ops, alpha)
     }
 
     /// [`LanguageModel::loss`] with the sampled softmax of [`crate::fused::sampled`] in place of

@@ -218,6 +218,17 @@ pub fn train(cfg: &ExperimentConfig, opts: &TrainOptions, device: &Device) -> Re
     )?;
     record_command(&opts.out, opts.resume, &opts.command)?;
 
+    // Self-normalisation from a trained model: shift the output biases so that the mean log Z
+    // of the first window is 0. The softmax is unchanged, and the term starts from the spread
+    // of log Z rather than from its offset (tens of nats, which would swamp the first updates).
+    if t.self_norm > 0.0 && opts.init.is_some() && !opts.resume {
+        if let Some(w) = streams.windows(t.bptt).next() {
+            let x = ids_tensor(&w.inputs, w.batch_size, w.len, device);
+            let mean = model.mean_log_z(x);
+            model = model.shift_output_bias(-mean as f32);
+            eprintln!("self-normalisation: output biases shifted by {:.3} (the first window's mean log Z)", -mean);
+        }
+    }
     let mut optim = SgdConfig::new().init();
     let mut trained = std::time::Duration::ZERO;
     for epoch in state.epochs_done + 1..=t.epochs {
@@ -257,6 +268,9 @@ pub fn train(cfg: &ExperimentConfig, opts: &TrainOptions, device: &Device) -> Re
                     // Negatives drawn afresh per window, seeded by (seed, epoch, window).
                     let seed = t.seed ^ ((epoch as u64) << 40) ^ i as u64;
                     model.loss_sampled(x, y, lstate, &sampler.draw(*samples, seed))
+                }
+                None if t.self_norm > 0.0 => {
+                    model.loss_self_normalised(x, y, lstate, t.self_norm as f32)
                 }
                 None => model.loss(x, y, lstate),
             };

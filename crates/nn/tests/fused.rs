@@ -62,7 +62,7 @@ fn random_state(layers: usize, batch: usize, hidden: usize, device: &Device) -> 
     }
 }
 
-fn check(cell: Cell, tied: bool) {
+fn check(cell: Cell, tied: bool, alpha: f32) {
     let device = Device::flex().autodiff();
     device.seed(3);
     let (vocab, hidden, batch, time) = (53, 12, 3, 7);
@@ -82,16 +82,17 @@ fn check(cell: Cell, tied: bool) {
     let targets: Vec<u32> = (0..batch * time)
         .map(|i| ((i * 11 + 2) % vocab) as u32)
         .collect();
-    let name = format!("{cell:?} tied={tied}");
+    let name = format!("{cell:?} tied={tied} self-normalisation {alpha}");
 
     let run = |ops: Ops| {
         let state = random_state(2, batch, hidden, &device);
         let (h0, c0) = (state.h[0].clone(), state.c[1].clone());
-        let (loss, next) = model.loss_with(
+        let (loss, next) = model.loss_with_norm(
             ids_tensor(&ids, batch, time, &device),
             ids_tensor(&targets, batch, time, &device),
             state,
             ops,
+            alpha,
         );
         // The final state feeds the loss too, so that its gradient path (c_T's slot) is checked.
         let total = loss.clone() + next.h[1].clone().sum() * 0.1 + next.c[0].clone().sum() * 0.1;
@@ -128,17 +129,25 @@ fn check(cell: Cell, tied: bool) {
 
 #[test]
 fn fused_lstm_matches_composition() {
-    check(Cell::Lstm, false);
+    check(Cell::Lstm, false, 0.0);
 }
 
 #[test]
 fn fused_gru_matches_composition() {
-    check(Cell::Gru, false);
+    check(Cell::Gru, false, 0.0);
 }
 
 #[test]
 fn fused_tied_output_matches_composition() {
-    check(Cell::Lstm, true);
+    check(Cell::Lstm, true, 0.0);
+}
+
+/// With the self-normalisation term `α·mean(log Z)²` (its gradient rides in the fused
+/// backward's row scale).
+#[test]
+fn fused_self_normalisation_matches_composition() {
+    check(Cell::Lstm, true, 0.1);
+    check(Cell::Gru, false, 0.5);
 }
 
 #[test]
@@ -192,5 +201,36 @@ fn sum_of_squares_and_its_gradient() {
     let g = values(x.grad(&grads).unwrap());
     for (i, (&gi, &v)) in g.iter().zip(&data).enumerate().step_by(997) {
         assert!((gi - 6.0 * v).abs() < 1e-5, "dx[{i}] {gi} vs {}", 6.0 * v);
+    }
+}
+
+/// Shifting the output biases by −mean log Z leaves the cross-entropy as it was and makes the
+/// mean log Z 0: where self-normalisation training starts from a trained model.
+#[test]
+fn shifted_biases_keep_the_loss_and_centre_log_z() {
+    let device = Device::flex();
+    device.seed(7);
+    for tied in [true, false] {
+        let model = LmConfig {
+            cell: Cell::Lstm,
+            d_embed: 8,
+            d_hidden: 8,
+            n_layers: 1,
+            dropout: 0.0,
+            tied,
+            init_range: 0.5,
+        }
+        .init(300, &device);
+        let ids: Vec<u32> = (0..2 * 40).map(|i| (i * 7 % 300) as u32).collect();
+        let x = || ids_tensor(&ids, 2, 40, &device);
+        let loss = |m: &fastsoftmax_nn::lm::LanguageModel| {
+            values(m.loss(x(), x(), m.initial_state(2, &device)).0)
+        };
+        let mean = model.mean_log_z(x());
+        assert!(mean.abs() > 1.0, "{mean}");
+        let before = loss(&model);
+        let shifted = model.shift_output_bias(-mean as f32);
+        assert!(shifted.mean_log_z(x()).abs() < 1e-4);
+        assert_close("loss after the shift", &loss(&shifted), &before);
     }
 }

@@ -107,6 +107,7 @@ fn train_config(epochs: usize) -> ExperimentConfig {
             seed: 3,
             min_count: 1,
             softmax: Default::default(),
+            self_norm: 0.0,
         },
     }
 }

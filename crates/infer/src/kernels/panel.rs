@@ -222,13 +222,82 @@ impl PackedMatrix {
         });
     }
 
+    /// [`Self::logits_batch`] over rows `first..n_rows` only: `out` is `[n, n_rows − first]`.
+    /// Scoring starts at `first`'s panel, so the rows before it cost at most one panel.
+    pub fn logits_batch_from(&self, first: usize, hs: &[f32], out: &mut [f32]) {
+        let (d, rows) = (self.d, self.n_rows);
+        let width = rows.saturating_sub(first);
+        let n = hs.len() / d;
+        debug_assert_eq!(out.len(), n * width);
+        self.for_each_tile_from(first / PANEL, hs, |q, base, scores| {
+            for (r, (s, b)) in scores.iter().zip(&self.bias[base..]).enumerate() {
+                let row = base + r;
+                if row >= first && row < rows {
+                    out[q * width + row - first] = s + b;
+                }
+            }
+        });
+    }
+
+    /// Appends one row `[d]` with its bias, as word `id`.
+    pub fn push_row(&mut self, row: &[f32], bias: f32, id: u32) {
+        assert_eq!(row.len(), self.d, "a row must be [d]");
+        let (p, r) = (self.n_rows / PANEL, self.n_rows % PANEL);
+        if r == 0 {
+            self.panels.resize((p + 1) * self.d * PANEL, 0.0);
+            self.bias.resize((p + 1) * PANEL, f32::NEG_INFINITY);
+        }
+        for (j, &x) in row.iter().enumerate() {
+            self.panels[(p * self.d + j) * PANEL + r] = x;
+        }
+        self.bias[self.n_rows] = bias;
+        if self.ids.is_none() && id as usize != self.n_rows {
+            self.ids = Some((0..self.n_rows as u32).collect());
+        }
+        if let Some(ids) = &mut self.ids {
+            ids.push(id);
+        }
+        self.n_rows += 1;
+    }
+
+    /// Keeps the first `n` rows (padding rows are zero with bias −∞ again).
+    pub fn truncate(&mut self, n: usize) {
+        if n >= self.n_rows {
+            return;
+        }
+        for i in n..self.n_rows {
+            let (p, r) = (i / PANEL, i % PANEL);
+            for j in 0..self.d {
+                self.panels[(p * self.d + j) * PANEL + r] = 0.0;
+            }
+            self.bias[i] = f32::NEG_INFINITY;
+        }
+        self.n_rows = n;
+        let n_panels = self.n_panels();
+        self.panels.truncate(n_panels * self.d * PANEL);
+        self.bias.truncate(n_panels * PANEL);
+        if let Some(ids) = &mut self.ids {
+            ids.truncate(n);
+        }
+    }
+
     /// `f(query, first row, scores without bias)` for every tile of 1–2 panels × ≤ 8 queries.
-    fn for_each_tile(&self, hs: &[f32], mut f: impl FnMut(usize, usize, &[f32])) {
+    fn for_each_tile(&self, hs: &[f32], f: impl FnMut(usize, usize, &[f32])) {
+        self.for_each_tile_from(0, hs, f)
+    }
+
+    /// [`Self::for_each_tile`] from panel `first` on.
+    fn for_each_tile_from(
+        &self,
+        first: usize,
+        hs: &[f32],
+        mut f: impl FnMut(usize, usize, &[f32]),
+    ) {
         let d = self.d;
         let n = hs.len() / d;
         let mut tile = [[0.0f32; TILE_PANELS * PANEL]; QTILE];
         let n_panels = self.n_panels();
-        let mut p = 0;
+        let mut p = first;
         while p < n_panels {
             let np = TILE_PANELS.min(n_panels - p);
             let w = &self.panels[p * d * PANEL..(p + np) * d * PANEL];
@@ -502,5 +571,45 @@ mod tests {
         let mut t = TopK::new(2);
         m.scan_into(&[0.0, 2.0], &mut t);
         assert_eq!(t.ids().collect::<Vec<_>>(), vec![3, 9]);
+    }
+
+    /// A matrix grown row by row (and cut back) scores as one packed from the same rows, and
+    /// `logits_batch_from` gives the tail of `logits_batch`.
+    #[test]
+    fn grows_row_by_row_and_scores_a_tail() {
+        let (n, d) = (37, 9);
+        let w = values(n * d, 4);
+        let b = values(n, 5);
+        let ids: Vec<u32> = (0..n as u32).map(|i| 100 + i).collect();
+        let mut grown = PackedMatrix::new(&[], &[], d, Some(Vec::new()));
+        for i in 0..n + 5 {
+            let r = i % n;
+            grown.push_row(&w[r * d..(r + 1) * d], b[r], ids[r]);
+        }
+        grown.truncate(n);
+        let whole = PackedMatrix::new(&w, &b, d, Some(ids.clone()));
+        assert_eq!(grown.n_rows(), n);
+        assert_eq!(grown.fingerprint(), whole.fingerprint());
+        assert_eq!((grown.id(5), grown.bytes()), (105, whole.bytes()));
+        let hs = values(13 * d, 6);
+        let mut all = vec![0.0; 13 * n];
+        whole.logits_batch(&hs, &mut all);
+        for first in [0, 1, 16, 20, 36, 37] {
+            let width = n - first;
+            let mut tail = vec![0.0; 13 * width];
+            grown.logits_batch_from(first, &hs, &mut tail);
+            for q in 0..13 {
+                assert_eq!(
+                    &tail[q * width..(q + 1) * width],
+                    &all[q * n + first..(q + 1) * n]
+                );
+            }
+        }
+        // Rows pushed in id order keep the identity map.
+        let mut plain = PackedMatrix::new(&[], &[], d, None);
+        plain.push_row(&w[..d], b[0], 0);
+        assert!(plain.ids.is_none());
+        plain.push_row(&w[..d], b[0], 7);
+        assert_eq!((plain.id(0), plain.id(1)), (0, 7));
     }
 }

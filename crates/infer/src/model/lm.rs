@@ -222,6 +222,55 @@ impl LanguageModel {
         Ok(())
     }
 
+    /// Feeds `tokens[i]` to `states[i]` for every `i` at once: each layer's products run as one
+    /// batched product over the states (the weights stream once, not once per state), the
+    /// same arithmetic as [`Self::step`] up to the order of summation. What a beam search
+    /// advancing its hypotheses needs.
+    pub fn step_batch(&self, tokens: &[u32], states: &mut [LmState]) -> Result<()> {
+        if tokens.len() != states.len() {
+            return Err(Error::Invalid(format!(
+                "{} tokens for {} states",
+                tokens.len(),
+                states.len()
+            )));
+        }
+        if let Some(&t) = tokens.iter().find(|&&t| t as usize >= self.spec.vocab_size) {
+            return Err(Error::Invalid(format!(
+                "token id {t} is outside the vocabulary of {} words; encode text with this model's vocabulary",
+                self.spec.vocab_size
+            )));
+        }
+        let n = tokens.len();
+        if n == 0 {
+            return Ok(());
+        }
+        let (d_e, d_h) = (self.spec.d_embed, self.spec.d_hidden);
+        let g = self.spec.cell.gates() * d_h;
+        let mut x: Vec<f32> = Vec::with_capacity(n * d_e.max(d_h));
+        for &t in tokens {
+            let t = t as usize;
+            x.extend_from_slice(&self.embedding[t * d_e..(t + 1) * d_e]);
+        }
+        let mut hs: Vec<f32> = Vec::with_capacity(n * d_h);
+        let (mut gx, mut gh) = (vec![0.0f32; n * g], vec![0.0f32; n * g]);
+        for (l, layer) in self.layers.iter().enumerate() {
+            hs.clear();
+            for s in states.iter() {
+                hs.extend_from_slice(&s.h[l]);
+            }
+            layer.w_ih.logits_batch(&x, &mut gx);
+            layer.w_hh.logits_batch(&hs, &mut gh);
+            x.clear();
+            for (i, s) in states.iter_mut().enumerate() {
+                let (h, c) = (&mut s.h[l], &mut s.c[l]);
+                let gates = i * g..(i + 1) * g;
+                cell_update(self.spec.cell, &gx[gates.clone()], &gh[gates], h, c);
+                x.extend_from_slice(h);
+            }
+        }
+        Ok(())
+    }
+
     /// Encodes a line of text (unknown words → `<unk>`, no `<eos>`), for feeding a prompt.
     pub fn encode_words(&self, text: &str) -> Vec<u32> {
         text.split_whitespace()

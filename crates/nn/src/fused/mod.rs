@@ -101,11 +101,23 @@ pub fn softmax_cross_entropy(
     b: Tensor<1>,
     targets: Tensor<1, Int>,
 ) -> Tensor<1> {
+    self_normalised_cross_entropy(h, w, b, targets, 0.0)
+}
+
+/// [`softmax_cross_entropy`] plus `alpha · mean(log Z²)` (self-normalisation).
+pub fn self_normalised_cross_entropy(
+    h: Tensor<2>,
+    w: Tensor<2>,
+    b: Tensor<1>,
+    targets: Tensor<1, Int>,
+    alpha: f32,
+) -> Tensor<1> {
     Tensor::from_dispatch(<Dispatch as FusedOps>::softmax_xent(
         h.into_dispatch(),
         w.into_dispatch(),
         b.into_dispatch(),
         targets.into_dispatch(),
+        alpha,
     ))
 }
 
@@ -155,12 +167,13 @@ pub trait FusedOps: Backend {
         b_hh: FloatTensor<Self>,
         h0: FloatTensor<Self>,
     ) -> FloatTensor<Self>;
-    /// See [`softmax_cross_entropy`].
+    /// See [`self_normalised_cross_entropy`].
     fn softmax_xent(
         h: FloatTensor<Self>,
         w: FloatTensor<Self>,
         b: FloatTensor<Self>,
         targets: IntTensor<Self>,
+        alpha: f32,
     ) -> FloatTensor<Self>;
     /// See [`sampled_softmax_cross_entropy`].
     fn sampled_xent(
@@ -199,8 +212,9 @@ impl FusedOps for Flex {
         w: FlexTensor,
         b: FlexTensor,
         targets: FlexTensor,
+        alpha: f32,
     ) -> FlexTensor {
-        let (loss, tape) = xent_forward(&h, &w, &b, &ids(&targets));
+        let (loss, tape) = xent_forward(&h, &w, &b, &ids(&targets), alpha);
         tape.recycle();
         loss
     }
@@ -293,13 +307,14 @@ impl<C: CheckpointStrategy> FusedOps for Autodiff<Flex, C> {
         w: FloatTensor<Self>,
         b: FloatTensor<Self>,
         targets: IntTensor<Self>,
+        alpha: f32,
     ) -> FloatTensor<Self> {
         let nodes = [h.node(), w.node(), b.node()];
         match XentBackward.prepare::<C>(nodes).compute_bound().stateful() {
             OpsKind::Tracked(prep) => {
                 let [h, w, b] = [h, w, b].map(|t| t.into_primitive());
                 let targets = ids(&targets);
-                let (loss, tape) = xent_forward(&h, &w, &b, &targets);
+                let (loss, tape) = xent_forward(&h, &w, &b, &targets, alpha);
                 let state = XentState {
                     h,
                     w,
@@ -313,6 +328,7 @@ impl<C: CheckpointStrategy> FusedOps for Autodiff<Flex, C> {
                 w.into_primitive(),
                 b.into_primitive(),
                 targets,
+                alpha,
             )),
         }
     }
@@ -426,9 +442,10 @@ fn xent_forward(
     w: &FlexTensor,
     b: &FlexTensor,
     targets: &[u32],
+    alpha: f32,
 ) -> (FlexTensor, xent::Tape) {
     let b = dense(b);
-    let (sum, tape) = xent::forward(matrix(h), matrix(w), slice(&b), targets);
+    let (sum, tape) = xent::forward(matrix(h), matrix(w), slice(&b), targets, alpha);
     let mean = (sum / targets.len().max(1) as f64) as f32;
     (tensor(vec![mean], &[1]), tape)
 }

@@ -1,5 +1,6 @@
 //! The output layer and its softmax cross-entropy as one op: `logits = h·W + b`, row n's loss is
-//! `logsumexp(logits_n) − logits_n[y_n]`.
+//! `logsumexp(logits_n) − logits_n[y_n]`, plus `α·logsumexp(logits_n)²` with self-normalisation
+//! (Devlin et al. 2014: the model learns `log Z ≈ 0`, so an engine may skip the normaliser).
 //!
 //! The forward writes `exp(logit − row max)` into one `[N, V]` matrix and keeps each row's
 //! `1/Σ`; the normalisation and the backward's scale ride in the small operands of the
@@ -23,29 +24,42 @@ pub struct Tape {
     exps: Vec<f32>,
     /// `[N]`: `1 / Σ_row exps`, which turns a row of `exps` into probabilities.
     inv_sums: Vec<f32>,
+    /// `[N]`: `log Z` of each row, and the self-normalisation weight `α`.
+    log_z: Vec<f32>,
+    alpha: f32,
 }
 
-/// Forward. `h [N, H]`, `w [H, V]`, `b [V]`, `targets [N]` (each `< V`). Returns the summed
-/// loss (f64) and the tape.
-pub fn forward(h: MatRef, w: MatRef, b: &[f32], targets: &[u32]) -> (f64, Tape) {
+/// Forward. `h [N, H]`, `w [H, V]`, `b [V]`, `targets [N]` (each `< V`), `alpha` the
+/// self-normalisation weight (0: plain cross-entropy). Returns the summed loss (f64) and the
+/// tape.
+pub fn forward(h: MatRef, w: MatRef, b: &[f32], targets: &[u32], alpha: f32) -> (f64, Tape) {
     check(h, w, b, targets);
     let (n, v) = (h.rows, w.cols);
     // The bias in every row, then the product accumulated on top.
     let mut exps = repeated_rows(take_spare(), n, b);
     matmul(&mut exps, v, h, w, true);
     let mut inv_sums = vec![0.0f32; n];
+    let mut log_z = vec![0.0f32; n];
     let mut losses = vec![0.0f64; n];
     exps.par_chunks_mut(v)
         .zip(inv_sums.par_iter_mut().zip(losses.par_iter_mut()))
-        .zip(targets.par_iter())
-        .for_each(|((row, (inv, loss)), &y)| {
+        .zip(log_z.par_iter_mut().zip(targets.par_iter()))
+        .for_each(|((row, (inv, loss)), (lz, &y))| {
             let target = row[y as usize];
             let (max, sum) = exp_in_place(row);
             *inv = (1.0 / sum) as f32;
-            *loss = max as f64 + sum.ln() - target as f64;
+            let z = max as f64 + sum.ln();
+            *lz = z as f32;
+            *loss = z - target as f64 + alpha as f64 * z * z;
         });
     // Summed in row order, so that a run repeats exactly whatever the threads did.
-    (losses.iter().sum(), Tape { exps, inv_sums })
+    let tape = Tape {
+        exps,
+        inv_sums,
+        log_z,
+        alpha,
+    };
+    (losses.iter().sum(), tape)
 }
 
 /// Backward with each row's loss gradient `scale` (`1/N` times the incoming gradient for a
@@ -58,13 +72,35 @@ pub fn backward(
     tape: Tape,
 ) -> (Vec<f32>, Vec<f32>, Vec<f32>) {
     let (n, d, v) = (h.rows, h.cols, w.cols);
-    let Tape { mut exps, inv_sums } = tape;
-    // dlogits = diag(s)·(exps − onehot/inv_sum) with s = scale·inv_sum: the onehot goes into
-    // `exps` (divided by the factor that multiplies it back), the diagonal into small operands.
+    let Tape {
+        mut exps,
+        inv_sums,
+        log_z,
+        alpha,
+    } = tape;
+    // dlogits = k·softmax − onehot, with k = 1 + 2α·log Z (1 without self-normalisation), is
+    // diag(s)·(exps − onehot/(k·inv_sum)) with s = scale·k·inv_sum: the onehot goes into `exps`
+    // (divided by the factor that multiplies it back), the diagonal into small operands. A k
+    // within 1e-3 of 0 is held there (log Z = −1/(2α), where the two terms cancel).
+    let k: Vec<f32> = log_z
+        .iter()
+        .map(|&z| {
+            let k = 1.0 + 2.0 * alpha * z;
+            if k.abs() < 1e-3 {
+                1e-3f32.copysign(k)
+            } else {
+                k
+            }
+        })
+        .collect();
     for (r, &y) in targets.iter().enumerate() {
-        exps[r * v + y as usize] -= 1.0 / inv_sums[r];
+        exps[r * v + y as usize] -= 1.0 / (inv_sums[r] * k[r]);
     }
-    let s: Vec<f32> = inv_sums.iter().map(|x| x * scale).collect();
+    let s: Vec<f32> = inv_sums
+        .iter()
+        .zip(&k)
+        .map(|(x, k)| x * scale * k)
+        .collect();
     let e = MatRef::rows(&exps, n, v);
     let h_scaled = rows_scaled(h, &s);
     let mut dw = vec![0.0f32; d * v];
@@ -122,6 +158,12 @@ mod tests {
 
     #[test]
     fn loss_and_gradients_match_the_definition() {
+        for alpha in [0.0, 0.1] {
+            check_gradients(alpha);
+        }
+    }
+
+    fn check_gradients(alpha: f32) {
         let (n, d, v) = (3, 4, 37);
         let h = seeded_values(n * d, 1);
         let w = seeded_values(d * v, 2);
@@ -144,13 +186,14 @@ mod tests {
                 .map(|r| {
                     let row = &l[r * v..(r + 1) * v];
                     let m = row.iter().cloned().fold(f64::MIN, f64::max);
-                    m + row.iter().map(|x| (x - m).exp()).sum::<f64>().ln() - row[y[r] as usize]
+                    let z = m + row.iter().map(|x| (x - m).exp()).sum::<f64>().ln();
+                    z - row[y[r] as usize] + alpha as f64 * z * z
                 })
                 .sum()
         };
         let (hm, wm) = (MatRef::rows(&h, n, d), MatRef::rows(&w, d, v));
         {
-            let (loss, tape) = forward(hm, wm, &b, &y);
+            let (loss, tape) = forward(hm, wm, &b, &y, alpha);
             assert!((loss - loss_of(&h, &w, &b)).abs() < 1e-4);
             let (dh, dw, db) = backward(1.0, hm, wm, &y, tape);
             // Central differences in f64 arithmetic on the f32 inputs.
@@ -188,7 +231,13 @@ mod tests {
         let h = [1.0, 1.0];
         let w = [1.0, 2.0, 3.0, 4.0];
         for bias in [[f32::NAN, 0.0], [0.0, f32::NAN], [f32::INFINITY, 0.0]] {
-            let (loss, _) = forward(MatRef::rows(&h, 1, 2), MatRef::rows(&w, 2, 2), &bias, &[1]);
+            let (loss, _) = forward(
+                MatRef::rows(&h, 1, 2),
+                MatRef::rows(&w, 2, 2),
+                &bias,
+                &[1],
+                0.0,
+            );
             assert!(!loss.is_finite(), "bias {bias:?}");
         }
     }

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# The IME paper's Table 2 on KWDLC (issue 19): per softmax method, total and softmax
+# milliseconds per key and top-1 / top-10 on the 1,850 evaluation sentences (typed one kana at a
+# time, beam 10, one thread), all in this one run against our own full softmax in the same
+# decoder; plus the trigram Kneser–Ney rows, and the latency distribution as a plot.
+#
+#   bash experiments/ime_table2.sh [MODEL_DIR]
+#
+# Rows go to experiments/results/ime/table2/*.json, the plot to
+# experiments/results/ime/latency.{png,svg}, the table to stdout (experiments/results/ime.md
+# discusses it). Run it on a quiet machine: the times are medians of this run only.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+M=${1:-assets/models/ime-ja}
+OUT=experiments/results/ime/table2
+mkdir -p "$OUT"
+cargo build --release
+B=./target/release/fastsoftmax
+[ -f data/ja/stats.json ] || $B data fetch ja --from "${JA_FROM:-../shared/data/ja}"
+# The tail estimate of the top-400 sample, fitted on the KWDLC training text (23 s).
+[ -f "$M/tail-400.json" ] || $B ime fit-tail --model "$M" --samples 400
+
+run() { # name, then `ime eval` options
+  local name=$1
+  shift
+  echo "== $name" >&2
+  $B ime eval --json "$@" > "$OUT/$name.json"
+}
+run kn3 --lm kn3
+run kn3-adapted --lm kn3 --in-domain data/ja/kwdlc-train.txt
+run full --model "$M" --softmax full
+run ivs --model "$M" --softmax ivs --sample none
+run ivs-top --model "$M" --softmax ivs --sample top --samples 400
+run ivs-uniform --model "$M" --softmax ivs --sample uniform --samples 400
+run ivs-top-tail --model "$M" --softmax ivs --sample top --samples 400 --tail
+run vs-top --model "$M" --softmax vs --sample top --samples 400
+
+$B ime plot-latency --out experiments/results/ime/latency \
+  --input "$OUT/full.json" "$OUT/vs-top.json" "$OUT/ivs-top.json" "$OUT/ivs-top-tail.json" \
+  "$OUT/kn3-adapted.json"
+
+python3 - "$OUT" <<'EOF'
+import json, sys, os
+out = sys.argv[1]
+names = ["kn3", "kn3-adapted", "full", "ivs", "ivs-top", "ivs-uniform", "ivs-top-tail", "vs-top"]
+rows = {n: json.load(open(os.path.join(out, n + ".json"))) for n in names}
+full = rows["full"]
+print("| method | ms per key (median) | p99 | max | softmax ms per key | softmax speedup | logits per key | top-1 % | top-10 % |")
+print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+for n in names:
+    r = rows[n]
+    sm = r.get("softmax_ms_per_key")
+    speed = f"{full['softmax_ms_per_key'] / sm:.1f}×" if sm else ""
+    logits = f"{r['softmax_rows_per_key']:,.0f}" if r.get("softmax_rows_per_key") else ""
+    print(f"| {n} | {r['ms_per_key_median']:.3f} | {r['ms_per_key_p99']:.3f} | {r['ms_per_key_max']:.2f} | "
+          + (f"{sm:.3f}" if sm else "") + f" | {speed} | {logits} | {100 * r['top1']:.2f} | {100 * r['top10']:.2f} |")
+EOF
