@@ -4,7 +4,11 @@
 # time, beam 10, one thread), all in this one run against our own full softmax in the same
 # decoder; plus the trigram Kneser–Ney rows, and the latency distribution as a plot.
 #
-#   bash experiments/ime_table2.sh [MODEL_DIR]
+#   bash experiments/ime_table2.sh [MODEL_DIR [SELF_NORMALISED_MODEL_DIR]]
+#
+# The second model (e.g. runs/ime-ft-selfnorm, trained with train.self_norm = 0.1 by the
+# commands in experiments/results/ime.md) gives the self-normalisation rows: no normaliser at
+# all, and its own full softmax for reference.
 #
 # Rows go to experiments/results/ime/table2/*.json, the plot to
 # experiments/results/ime/latency.{png,svg}, the table to stdout (experiments/results/ime.md
@@ -12,6 +16,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 M=${1:-assets/models/ime-ja}
+SN=${2:-}
 OUT=experiments/results/ime/table2
 mkdir -p "$OUT"
 cargo build --release
@@ -34,6 +39,10 @@ run ivs-top --model "$M" --softmax ivs --sample top --samples 400
 run ivs-uniform --model "$M" --softmax ivs --sample uniform --samples 400
 run ivs-top-tail --model "$M" --softmax ivs --sample top --samples 400 --tail
 run vs-top --model "$M" --softmax vs --sample top --samples 400
+if [ -n "$SN" ]; then
+  run self-norm --model "$SN" --softmax self-norm
+  run self-norm-model-full --model "$SN" --softmax full
+fi
 
 $B ime plot-latency --out experiments/results/ime/latency \
   --input "$OUT/full.json" "$OUT/vs-top.json" "$OUT/ivs-top.json" "$OUT/ivs-top-tail.json" \
@@ -42,7 +51,9 @@ $B ime plot-latency --out experiments/results/ime/latency \
 python3 - "$OUT" <<'EOF'
 import json, sys, os
 out = sys.argv[1]
-names = ["kn3", "kn3-adapted", "full", "ivs", "ivs-top", "ivs-uniform", "ivs-top-tail", "vs-top"]
+names = ["kn3", "kn3-adapted", "full", "ivs", "ivs-top", "ivs-uniform", "ivs-top-tail", "vs-top",
+         "self-norm", "self-norm-model-full"]
+names = [n for n in names if os.path.exists(os.path.join(out, n + ".json"))]
 rows = {n: json.load(open(os.path.join(out, n + ".json"))) for n in names}
 full = rows["full"]
 print("| method | ms per key (median) | p99 | max | softmax ms per key | softmax speedup | logits per key | top-1 % | top-10 % |")

@@ -766,11 +766,13 @@ pub fn run(a: ImeArgs) -> anyhow::Result<()> {
             let est = TailEstimate::fit(&lm, samples, &ids)?;
             let path = est.save(&model)?;
             println!(
-                "{}: {} contexts of {} sentences, rms error {:.3} nats, in {:.0} s",
+                "{}: {} contexts of {} sentences, rms error {:.3} nats (a constant: {:.3}), in \
+                 {:.0} s",
                 path.display(),
                 est.contexts,
                 ids.len(),
                 est.rmse,
+                est.rmse_constant,
                 t.elapsed().as_secs_f64()
             );
             Ok(())
@@ -956,9 +958,10 @@ fn plot_latency(input: &[PathBuf], out: &Path, title: &str) -> anyhow::Result<()
                 )
             })?;
         let lm = r["lm"].as_str().unwrap_or("?");
-        let name = match r["softmax"].as_str() {
-            Some(s) => format!("{lm} ({s})"),
-            None => lm.to_string(),
+        let name = match (r["softmax"].as_str(), r["in_domain"].is_string()) {
+            (Some(s), _) => format!("{lm} ({s})"),
+            (None, true) => format!("{lm}, adapted"),
+            (None, false) => lm.to_string(),
         };
         let name = format!(
             "{name}: median {:.2}, p99 {:.2}, max {:.1}",

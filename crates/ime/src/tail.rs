@@ -24,9 +24,12 @@ pub struct TailEstimate {
     pub bias: f32,
     /// The output layer's fingerprint: an estimate is never used with another model.
     pub fingerprint: String,
-    /// How it was fitted: contexts, and the root-mean-square error on them.
+    /// How it was fitted: contexts, the root-mean-square error on them, and the error of the
+    /// best constant in its place (the spread the line removes).
     pub contexts: usize,
     pub rmse: f64,
+    #[serde(default)]
+    pub rmse_constant: f64,
 }
 
 /// The estimate's file in a converter folder.
@@ -121,6 +124,7 @@ impl TailEstimate {
             fingerprint: format!("{:016x}", head.fingerprint()),
             contexts: n,
             rmse: 0.0,
+            rmse_constant: 0.0,
         };
         let se: f64 = contexts
             .chunks_exact(d)
@@ -128,6 +132,8 @@ impl TailEstimate {
             .map(|(h, y)| (est.log_z(h) - y).powi(2))
             .sum();
         est.rmse = (se / n as f64).sqrt();
+        let mean = ys.iter().sum::<f64>() / n as f64;
+        est.rmse_constant = (ys.iter().map(|y| (y - mean).powi(2)).sum::<f64>() / n as f64).sqrt();
         Ok(est)
     }
 
