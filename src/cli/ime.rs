@@ -57,7 +57,8 @@ enum Action {
     },
     /// Type one long input (the evaluation readings joined, cut at --length kana) and report
     /// milliseconds per key by position: the work per key is bounded (the beam, the longest
-    /// reading), so the profile should stay flat however long the input grows.
+    /// reading), so with the full softmax the profile stays flat however long the input grows;
+    /// with --softmax ivs it rises slowly, the selection holding every word typed so far.
     Latency {
         #[command(flatten)]
         model: ModelArgs,
@@ -210,8 +211,11 @@ enum Softmax {
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 enum SampleKind {
+    /// The most frequent words (the paper's top sampling).
     Top,
+    /// Words drawn uniformly from the vocabulary.
     Uniform,
+    /// The lattice's words only.
     None,
 }
 

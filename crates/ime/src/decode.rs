@@ -212,8 +212,6 @@ pub struct Candidate {
 /// The converter's search state for the kana typed so far.
 pub struct Decoder<S: Scorer> {
     beam: usize,
-    /// Frames before the last `window` keep the normalisers they had when they left it.
-    window: usize,
     spelling: Spelling,
     lattice: Lattice,
     frames: Vec<Vec<Hyp<S::State>>>,
@@ -235,7 +233,6 @@ impl<S: Scorer> Decoder<S> {
         };
         Decoder {
             beam: beam.max(1),
-            window: REPAIR_WINDOW,
             spelling,
             lattice,
             frames: vec![vec![start]],
@@ -327,7 +324,7 @@ impl<S: Scorer> Decoder<S> {
         let nodes = self.lattice.ending_at(t);
         let words: Vec<u32> = nodes.iter().map(|n| self.word_of(n, lexicon).0).collect();
         // The frames of the window, and any older frame a node starts from.
-        let first = t.saturating_sub(self.window);
+        let first = t.saturating_sub(REPAIR_WINDOW);
         let mut frames: Vec<usize> = nodes
             .iter()
             .map(|n| n.start)

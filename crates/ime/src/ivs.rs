@@ -171,7 +171,7 @@ impl<'a> IvsScorer<'a> {
     /// Raises each normaliser's lattice part to `tail`'s estimate of the words outside the
     /// fixed sample, which must be `Sample::Top(tail.top)` of this model.
     pub fn with_tail(mut self, tail: TailEstimate) -> Result<Self> {
-        let top = self.base_words();
+        let top = self.top;
         if tail.top != top || tail.weights.len() != self.selected.dim() {
             return Err(fastsoftmax_infer::Error::Invalid(format!(
                 "the tail estimate was fitted for the top {} words at width {}, the selection \
@@ -183,11 +183,6 @@ impl<'a> IvsScorer<'a> {
         }
         self.tail = Some(tail);
         Ok(self)
-    }
-
-    /// `n` of `Sample::Top(n)` (0 for another sample).
-    fn base_words(&self) -> usize {
-        self.top
     }
 
     /// A new state's entry: the tail estimate at its context.
