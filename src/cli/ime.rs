@@ -566,10 +566,8 @@ type Convert<'a> = dyn FnMut(&str, usize, &mut Vec<f64>) -> Vec<fastsoftmax_ime:
 struct ScorerStats {
     /// Seconds in the softmax (normalisers and word logits).
     softmax_s: Option<f64>,
-    /// Logits computed for normalisers (vocabulary selection).
+    /// Logits computed for normalisers.
     normaliser_rows: Option<u64>,
-    /// The same for the full softmax.
-    full_rows: Option<u64>,
 }
 
 /// Runs `f` with the scorer of the built model; `stats` receives what the LSTM scorers report.
@@ -584,18 +582,14 @@ fn with_scorer<T>(
             let mut s = kn.scorer();
             f(&mut |kana, n, ms| convert(&mut s, b, beam, kana, n, ms))
         }
-        Model::Lstm(lm, None) => {
-            let mut s = LstmScorer::new(lm)?;
+        Model::Lstm(lm, None) | Model::SelfNormalised(lm) => {
+            let mut s = match b.lm {
+                Model::SelfNormalised(_) => LstmScorer::self_normalised(lm)?,
+                _ => LstmScorer::new(lm)?,
+            };
             let out = f(&mut |kana, n, ms| convert(&mut s, b, beam, kana, n, ms));
             stats.softmax_s = Some(s.timers.softmax.as_secs_f64());
-            stats.full_rows = Some(s.normaliser_rows);
-            out
-        }
-        Model::SelfNormalised(lm) => {
-            let mut s = LstmScorer::self_normalised(lm)?;
-            let out = f(&mut |kana, n, ms| convert(&mut s, b, beam, kana, n, ms));
-            stats.softmax_s = Some(s.timers.softmax.as_secs_f64());
-            stats.normaliser_rows = Some(0);
+            stats.normaliser_rows = Some(s.normaliser_rows);
             out
         }
         Model::Selecting(lm, sample, repair, tail) => {
@@ -906,13 +900,9 @@ pub fn run(a: ImeArgs) -> anyhow::Result<()> {
                 softmax_share: stats
                     .softmax_s
                     .map(|s| 1e3 * s / key_ms.iter().sum::<f64>().max(1e-9)),
-                softmax_rows_per_key: match stats.normaliser_rows {
-                    Some(r) => Some(r as f64 / key_ms.len().max(1) as f64),
-                    // The full softmax: every new state scores the whole vocabulary.
-                    None => stats
-                        .full_rows
-                        .map(|r| r as f64 / key_ms.len().max(1) as f64),
-                },
+                softmax_rows_per_key: stats
+                    .normaliser_rows
+                    .map(|r| r as f64 / key_ms.len().max(1) as f64),
                 beam: model.beam,
                 min_count: model.min_count,
                 katakana: model.katakana,

@@ -247,7 +247,15 @@ impl<S: Scorer> Decoder<S> {
     pub fn push(&mut self, kana: char, lexicon: &Lexicon, scorer: &mut S) {
         self.lattice.push(kana, lexicon);
         let t = self.lattice.len();
-        self.select(t, lexicon, scorer);
+        // Each node's LM id and extra score, once.
+        let scored: Vec<(u32, f32)> = self
+            .lattice
+            .ending_at(t)
+            .iter()
+            .map(|n| self.word_of(n, lexicon))
+            .collect();
+        let ids: Vec<u32> = scored.iter().map(|&(id, _)| id).collect();
+        self.select(t, &ids, scorer);
         let nodes = self.lattice.ending_at(t);
         // (score, logit, frame, hyp, node, lm id), best `beam` kept.
         let mut cands: Vec<(f32, f32, usize, usize, usize, u32)> = Vec::new();
@@ -265,9 +273,8 @@ impl<S: Scorer> Decoder<S> {
                 .filter(|&k| nodes[k].start == start)
                 .collect();
             for &k in &of_start {
-                let (id, e) = self.word_of(&nodes[k], lexicon);
-                words.push(id);
-                extra.push(e);
+                words.push(scored[k].0);
+                extra.push(scored[k].1);
             }
             lp.resize(words.len(), 0.0);
             for (j, hyp) in self.frames[start].iter().enumerate() {
@@ -313,16 +320,21 @@ impl<S: Scorer> Decoder<S> {
         let kana = self.lattice.pop();
         let t = self.lattice.len();
         if t > 0 {
-            self.select(t, lexicon, scorer);
+            let ids: Vec<u32> = self
+                .lattice
+                .ending_at(t)
+                .iter()
+                .map(|n| self.word_of(n, lexicon).0)
+                .collect();
+            self.select(t, &ids, scorer);
         }
         kana
     }
 
-    /// Hands the scorer kana `t`'s words and the live states ([`Scorer::select`]), and rescores
-    /// the paths through repaired normalisers.
-    fn select(&mut self, t: usize, lexicon: &Lexicon, scorer: &mut S) {
+    /// Hands the scorer kana `t`'s words (the LM ids of its nodes) and the live states
+    /// ([`Scorer::select`]), and rescores the paths through repaired normalisers.
+    fn select(&mut self, t: usize, words: &[u32], scorer: &mut S) {
         let nodes = self.lattice.ending_at(t);
-        let words: Vec<u32> = nodes.iter().map(|n| self.word_of(n, lexicon).0).collect();
         // The frames of the window, and any older frame a node starts from.
         let first = t.saturating_sub(REPAIR_WINDOW);
         let mut frames: Vec<usize> = nodes
@@ -339,7 +351,7 @@ impl<S: Scorer> Decoder<S> {
             .iter()
             .flat_map(|&f| self.frames[f].iter().map(|h| &h.state))
             .collect();
-        if !scorer.select(t, &words, &live) {
+        if !scorer.select(t, words, &live) {
             return;
         }
         // Parents come first, so each frame rescores from its parents' new scores.

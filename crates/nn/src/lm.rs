@@ -282,19 +282,17 @@ impl LanguageModel {
         let (h, _) = self.hidden(tokens, state);
         let n = batch * time;
         let h = h.reshape([n, self.d_hidden]).detach();
+        // Detached, so that no autodiff graph reaches the parameters.
         let (w, b) = self.output_layer();
-        let (w, b) = (w.detach(), b.detach());
+        let (w, b) = (w.detach(), b.detach().unsqueeze_dim(0));
         let mut sum = 0.0f64;
         for start in (0..n).step_by(256) {
             let rows = h
                 .clone()
                 .slice([start..(start + 256).min(n), 0..self.d_hidden]);
-            let logits = rows.matmul(w.clone()) + b.clone().unsqueeze::<2>();
-            let m = logits.dims()[0];
+            let logits = rows.matmul(w.clone()) + b.clone();
             let logp = log_softmax(logits.clone(), 1);
-            // log Z = logit − log p, in any column.
-            let log_z = logits.slice([0..m, 0..1]) - logp.slice([0..m, 0..1]);
-            sum += log_z.sum().into_scalar::<f32>() as f64;
+            sum += log_z(logits, logp).sum().into_scalar::<f32>() as f64;
         }
         sum / n.max(1) as f64
     }
@@ -329,8 +327,7 @@ impl LanguageModel {
         targets: Tensor<2, Int>,
         state: LmState,
     ) -> (Tensor<1>, LmState) {
-        let ops = Ops::for_device(&tokens.device());
-        self.loss_with(tokens, targets, state, ops)
+        self.loss_self_normalised(tokens, targets, state, 0.0)
     }
 
     /// [`LanguageModel::loss`] with the implementation chosen by the caller.
@@ -371,9 +368,10 @@ impl LanguageModel {
                 if alpha == 0.0 {
                     ce
                 } else {
-                    // log Z = logit − log p, in any column.
-                    let log_z = logits.slice([0..n, 0..1]) - logp.slice([0..n, 0..1]);
-                    ce + log_z.powf_scalar(2.0).mean().mul_scalar(alpha)
+                    ce + log_z(logits, logp)
+                        .powf_scalar(2.0)
+                        .mean()
+                        .mul_scalar(alpha)
                 }
             }
         };
@@ -417,6 +415,13 @@ impl LanguageModel {
 }
 
 /// A linear layer's weight `[d_in, d_out]` and bias `[d_out]` (zeros when it has none).
+/// `log Z` of each row `[n, 1]` from its logits and log-softmax `[n, V]`: logit − log p, in any
+/// column.
+fn log_z(logits: Tensor<2>, logp: Tensor<2>) -> Tensor<2> {
+    let n = logits.dims()[0];
+    logits.slice([0..n, 0..1]) - logp.slice([0..n, 0..1])
+}
+
 pub(crate) fn weight_and_bias(layer: &Linear) -> (Tensor<2>, Tensor<1>) {
     let w = layer.weight.val();
     let b = match &layer.bias {

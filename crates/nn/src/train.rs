@@ -269,10 +269,7 @@ pub fn train(cfg: &ExperimentConfig, opts: &TrainOptions, device: &Device) -> Re
                     let seed = t.seed ^ ((epoch as u64) << 40) ^ i as u64;
                     model.loss_sampled(x, y, lstate, &sampler.draw(*samples, seed))
                 }
-                None if t.self_norm > 0.0 => {
-                    model.loss_self_normalised(x, y, lstate, t.self_norm as f32)
-                }
-                None => model.loss(x, y, lstate),
+                None => model.loss_self_normalised(x, y, lstate, t.self_norm as f32),
             };
             lstate = next.detach();
             phases.forward_s += lap(&mut clock);
