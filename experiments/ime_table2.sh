@@ -4,11 +4,14 @@
 # time, beam 10, one thread), all in this one run against our own full softmax in the same
 # decoder; plus the trigram Kneser–Ney rows, and the latency distribution as a plot.
 #
-#   bash experiments/ime_table2.sh [MODEL_DIR [SELF_NORMALISED_MODEL_DIR]]
+#   bash experiments/ime_table2.sh [MODEL_DIR [SELF_NORMALISED_MODEL_DIR [F32_MODEL_DIR]]]
 #
 # The second model (e.g. runs/ime-ft-selfnorm, trained with train.self_norm = 0.1 by the
 # commands in experiments/results/ime.md) gives the self-normalisation rows: no normaliser at
-# all, and its own full softmax for reference.
+# all, and its own full softmax for reference. The third (the `train-lm` folder the shipped
+# converter was packed from, runs/ime-lstm-tuned) gives the D-softmax and D-softmax* rows: heads
+# trained on its f32 output layer by `train-head dsoftmax|adaptive` (trained here when missing),
+# against that model's own full softmax.
 #
 # Rows go to experiments/results/ime/table2/*.json, the plot to
 # experiments/results/ime/latency.{png,svg}, the table to stdout (experiments/results/ime.md
@@ -17,6 +20,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 M=${1:-assets/models/ime-ja}
 SN=${2:-}
+F32=${3:-}
 OUT=experiments/results/ime/table2
 mkdir -p "$OUT"
 cargo build --release
@@ -43,6 +47,17 @@ if [ -n "$SN" ]; then
   run self-norm --model "$SN" --softmax self-norm
   run self-norm-model-full --model "$SN" --softmax full
 fi
+if [ -n "$F32" ]; then
+  train_head() { # kind, cut-offs
+    [ -f "$F32/heads/$1/head.json" ] || $B train-head "$1" --model "$F32" --cutoffs "$2" \
+      --epochs 2 --max-contexts 0 --train data/ja/kwdlc-train.txt --valid data/ja/valid.txt --quiet
+  }
+  train_head dsoftmax 2500,10000
+  train_head adaptive 2000,10000
+  run full-f32 --model "$F32" --softmax full
+  run dsoftmax --model "$F32" --head "$F32/heads/dsoftmax"
+  run dsoftmax-star --model "$F32" --head "$F32/heads/adaptive"
+fi
 
 $B ime plot-latency --out experiments/results/ime/latency \
   --input "$OUT/full.json" "$OUT/vs-top.json" "$OUT/ivs-top.json" "$OUT/ivs-top-tail.json" \
@@ -52,7 +67,7 @@ python3 - "$OUT" <<'EOF'
 import json, sys, os
 out = sys.argv[1]
 names = ["kn3", "kn3-adapted", "full", "ivs", "ivs-top", "ivs-uniform", "ivs-top-tail", "vs-top",
-         "self-norm", "self-norm-model-full"]
+         "self-norm", "self-norm-model-full", "full-f32", "dsoftmax", "dsoftmax-star"]
 names = [n for n in names if os.path.exists(os.path.join(out, n + ".json"))]
 rows = {n: json.load(open(os.path.join(out, n + ".json"))) for n in names}
 full = rows["full"]
@@ -61,7 +76,9 @@ print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
 for n in names:
     r = rows[n]
     sm = r.get("softmax_ms_per_key")
-    speed = f"{full['softmax_ms_per_key'] / sm:.1f}×" if sm else ""
+    # The heads divide the full softmax of the f32 model they were trained on.
+    base = rows["full-f32"] if n in ("dsoftmax", "dsoftmax-star") else full
+    speed = f"{base['softmax_ms_per_key'] / sm:.1f}×" if sm else ""
     logits = f"{r['softmax_rows_per_key']:,.0f}" if r.get("softmax_rows_per_key") else ""
     print(f"| {n} | {r['ms_per_key_median']:.3f} | {r['ms_per_key_p99']:.3f} | {r['ms_per_key_max']:.2f} | "
           + (f"{sm:.3f}" if sm else "") + f" | {speed} | {logits} | {100 * r['top1']:.2f} | {100 * r['top10']:.2f} |")

@@ -68,7 +68,16 @@ enum Command {
     Translate(translate::TranslateArgs),
     /// Quantize a translator's matrices to int8 or int16 (a quarter or half of the size).
     Quantize(quantize::QuantizeArgs),
-    /// The Japanese input method: convert readings (kana or romaji) to text, evaluate on KWDLC.
+    /// The Japanese input method: with no subcommand, the interactive converter (type romaji,
+    /// 1-9 pick, Enter commits, Ctrl-C quits); subcommands convert, evaluate and pack.
+    ///
+    /// The interactive converter: type romaji and watch the kana, the best conversion and the
+    /// candidates follow every key. 1-9 pick a candidate (digits are typed when none is shown),
+    /// Space or the arrows move the highlight, Enter commits it (on an empty input it starts a
+    /// new paragraph), Backspace deletes, Esc clears the input, Ctrl-C quits and prints what was
+    /// committed. The committed text stays the language model's context for what is typed next.
+    /// The LSTM runs with incremental vocabulary selection and its tail estimate unless
+    /// --softmax says otherwise.
     Ime(ime::ImeArgs),
     /// Word-align the training split and write a vocabulary map (translate --vmap).
     BuildVmap(build_vmap::BuildVmapArgs),

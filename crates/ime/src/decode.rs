@@ -41,6 +41,30 @@ pub trait Scorer {
     }
 }
 
+/// A borrowed scorer drives a decoder too: a [`crate::Session`] over a scorer its caller keeps
+/// (to read its timers afterwards).
+impl<S: Scorer + ?Sized> Scorer for &mut S {
+    type State = S::State;
+    fn initial(&mut self) -> Self::State {
+        (**self).initial()
+    }
+    fn log_probs(&mut self, state: &Self::State, words: &[u32], out: &mut [f32]) {
+        (**self).log_probs(state, words, out)
+    }
+    fn advance(&mut self, from: &[(&Self::State, u32)]) -> Vec<Self::State> {
+        (**self).advance(from)
+    }
+    fn end(&self) -> u32 {
+        (**self).end()
+    }
+    fn select(&mut self, key: usize, words: &[u32], live: &[&Self::State]) -> bool {
+        (**self).select(key, words, live)
+    }
+    fn log_z(&self, state: &Self::State) -> f32 {
+        (**self).log_z(state)
+    }
+}
+
 /// How words outside the LM's vocabulary are scored: `ln p(<unk> | h) + ln p(w | <unk>)`, where
 /// `p(w | <unk>)` is Witten–Bell smoothing of the word's count among the training tokens the LM
 /// reads as `<unk>`, with a character model of their displays as the base distribution:
@@ -329,6 +353,53 @@ impl<S: Scorer> Decoder<S> {
             self.select(t, &ids, scorer);
         }
         kana
+    }
+
+    /// Drops the whole input; the next kana starts from the state the input started from (the
+    /// sentence start, or the last committed text).
+    pub fn clear(&mut self) {
+        self.frames.truncate(1);
+        while self.lattice.pop().is_some() {}
+    }
+
+    /// Commits `text`, one of the input's [`Decoder::n_best`] conversions: the input is cleared
+    /// and what is typed next is converted after it, from the LM state of the best hypothesis
+    /// that spells it (the paper's state carried over). With `end_sentence` that state also
+    /// reads the end-of-sentence word, so the next input starts a new sentence. Returns false,
+    /// changing nothing, when no hypothesis of the input spells `text`.
+    pub fn commit(
+        &mut self,
+        text: &str,
+        end_sentence: bool,
+        lexicon: &Lexicon,
+        scorer: &mut S,
+    ) -> bool {
+        let t = self.lattice.len();
+        if t == 0 {
+            return false;
+        }
+        let best = (0..self.frames[t].len())
+            .filter(|&j| {
+                let words = self.path(t, j, lexicon);
+                words.iter().map(|(d, _)| d.as_str()).collect::<String>() == text
+            })
+            .max_by(|&a, &b| self.frames[t][a].score.total_cmp(&self.frames[t][b].score));
+        let Some(j) = best else {
+            return false;
+        };
+        let mut state = self.frames[t][j].state.clone();
+        if end_sentence {
+            let end = scorer.end();
+            state = scorer.advance(&[(&state, end)]).remove(0);
+        }
+        self.clear();
+        self.frames[0] = vec![Hyp {
+            score: 0.0,
+            logit: 0.0,
+            state,
+            back: None,
+        }];
+        true
     }
 
     /// Hands the scorer kana `t`'s words (the LM ids of its nodes) and the live states

@@ -20,7 +20,7 @@ use fastsoftmax_infer::kernels::PackedMatrix;
 use fastsoftmax_infer::{LanguageModel, LmState, Result};
 
 use crate::decode::Scorer;
-use crate::lstm::Timers;
+use crate::lstm::{sentence_start, step_each, Timers};
 use crate::tail::TailEstimate;
 
 /// The fixed part `Ṽ` of the selected vocabulary, beside `<eos>` and `<unk>` (always in it).
@@ -350,10 +350,7 @@ impl Scorer for IvsScorer<'_> {
     type State = IvsState;
 
     fn initial(&mut self) -> IvsState {
-        let mut s = self.lm.new_state();
-        // The token is in the vocabulary (checked in `new`), so the step cannot fail.
-        let _ = self.lm.step(self.eos, &mut s);
-        let state = self.wrap(s);
+        let state = self.wrap(sentence_start(self.lm, self.eos));
         self.repair(&[&state]);
         state
     }
@@ -381,10 +378,7 @@ impl Scorer for IvsScorer<'_> {
 
     fn advance(&mut self, from: &[(&IvsState, u32)]) -> Vec<IvsState> {
         let t = Instant::now();
-        let mut next: Vec<LmState> = from.iter().map(|(s, _)| s.0.lm.clone()).collect();
-        let words: Vec<u32> = from.iter().map(|&(_, w)| w).collect();
-        // Lattice words carry ids of this LM's vocabulary.
-        let _ = self.lm.step_batch(&words, &mut next);
+        let next = step_each(self.lm, from.iter().map(|&(s, w)| (&s.0.lm, w)));
         let states: Vec<IvsState> = next.into_iter().map(|s| self.wrap(s)).collect();
         self.timers.lstm += t.elapsed();
         let refs: Vec<&IvsState> = states.iter().collect();

@@ -8,11 +8,15 @@
 //!   [`decode::Scorer`]; n-best distinct conversions; backspace.
 //! - [`kn`]: interpolated modified Kneser–Ney n-gram models, the paper's baselines.
 //! - [`lstm`]: the LSTM language model (infer's step) with the full softmax.
+//! - [`bucketed`]: the same LSTM with a D-softmax or adaptive softmax head (the paper's
+//!   D-softmax and D-softmax* rows).
 //! - [`ivs`]: the same LSTM with incremental vocabulary selection (the paper's Algorithm 1).
 //! - [`tail`]: a linear estimate of the mass of the words a selection leaves out.
 //! - [`mix`]: linear interpolation of language models, weights by EM on held-out text.
 //! - [`model`]: the shipped converter folder: the LM and the lexicon of the words outside it.
+//! - [`session`]: keys in, candidates and committed text out, the LM state carried over.
 
+pub mod bucketed;
 pub mod decode;
 pub mod ivs;
 pub mod kn;
@@ -21,8 +25,10 @@ pub mod lstm;
 pub mod mix;
 pub mod model;
 pub mod romaji;
+pub mod session;
 pub mod tail;
 
+pub use bucketed::{BucketKind, BucketScorer, BucketState};
 pub use decode::{Candidate, Decoder, Scorer, Spelling};
 pub use ivs::{IvsScorer, IvsState, Repair, Sample};
 pub use kn::{mixture_weights, KnScorer, KneserNey};
@@ -31,4 +37,5 @@ pub use lstm::{LstmScorer, LstmState};
 pub use mix::Interpolated;
 pub use model::ImeModel;
 pub use romaji::Romaji;
+pub use session::{Options, Session};
 pub use tail::TailEstimate;

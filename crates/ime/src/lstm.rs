@@ -28,6 +28,25 @@ impl LstmState {
     }
 }
 
+/// The LM state after the sentence start, `<eos>` read (each scorer checks that its LM has
+/// the word when it is made, so the step cannot fail).
+pub(crate) fn sentence_start(lm: &LanguageModel, eos: u32) -> LmState {
+    let mut s = lm.new_state();
+    let _ = lm.step(eos, &mut s);
+    s
+}
+
+/// The recurrent states after each `(state, word)`, stepped as one batch.
+pub(crate) fn step_each<'s>(
+    lm: &LanguageModel,
+    from: impl Iterator<Item = (&'s LmState, u32)>,
+) -> Vec<LmState> {
+    let (mut states, words): (Vec<LmState>, Vec<u32>) = from.map(|(s, w)| (s.clone(), w)).unzip();
+    // Lattice words carry ids of this LM's vocabulary.
+    let _ = lm.step_batch(&words, &mut states);
+    states
+}
+
 /// Time spent per part, for the per-keystroke report.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Timers {
@@ -112,9 +131,7 @@ impl Scorer for LstmScorer<'_> {
     type State = LstmState;
 
     fn initial(&mut self) -> LstmState {
-        let mut s = self.lm.new_state();
-        // The token is in the vocabulary (checked in `new`), so the step cannot fail.
-        let _ = self.lm.step(self.eos, &mut s);
+        let s = sentence_start(self.lm, self.eos);
         self.contexts.clear();
         self.contexts.extend_from_slice(s.context());
         let z = self.normalisers(1)[0];
@@ -133,10 +150,7 @@ impl Scorer for LstmScorer<'_> {
 
     fn advance(&mut self, from: &[(&LstmState, u32)]) -> Vec<LstmState> {
         let t = Instant::now();
-        let mut states: Vec<LmState> = from.iter().map(|(s, _)| s.0 .0.clone()).collect();
-        let words: Vec<u32> = from.iter().map(|&(_, w)| w).collect();
-        // Lattice words carry ids of this LM's vocabulary.
-        let _ = self.lm.step_batch(&words, &mut states);
+        let states = step_each(self.lm, from.iter().map(|&(s, w)| (&s.0 .0, w)));
         self.contexts.clear();
         for s in &states {
             self.contexts.extend_from_slice(s.context());

@@ -305,7 +305,7 @@ impl Romaji {
         let key = key.to_ascii_lowercase();
         let spells = key.is_ascii_lowercase() || lookup(&key.to_string()).is_some() || key == '\'';
         if !spells {
-            self.flush_pending();
+            self.flush();
             self.kana.push(key);
             return;
         }
@@ -316,7 +316,7 @@ impl Romaji {
     /// Ends the input: a pending `n` becomes ん, other pending letters stay as typed. Returns
     /// the converted text and leaves the converter empty.
     pub fn finish(&mut self) -> String {
-        self.flush_pending();
+        self.flush();
         std::mem::take(&mut self.kana)
     }
 
@@ -327,8 +327,9 @@ impl Romaji {
         }
     }
 
-    /// Moves the pending letters to the output: `n` as ん, the rest as typed.
-    fn flush_pending(&mut self) {
+    /// Moves the pending letters to the kana: `n` as ん, the rest as typed (what Enter does
+    /// before a conversion is committed).
+    pub fn flush(&mut self) {
         if self.pending == "n" {
             self.kana.push('ん');
         } else {

@@ -1,7 +1,9 @@
 //! The decoder on a small fixture: a lexicon with homophones, a trigram Kneser–Ney model from a
 //! handful of sentences, and inputs typed one kana at a time.
 
-use fastsoftmax_ime::{Decoder, KnScorer, KneserNey, Lexicon, Romaji, Spelling, Word};
+use fastsoftmax_ime::{
+    Decoder, KnScorer, KneserNey, Lexicon, Romaji, Scorer, Session, Spelling, Word,
+};
 
 /// `(display, reading)` words; id = position + 2 (0 = `<s>`/`</s>`, 1 = `<unk>`).
 const WORDS: &[(&str, &str)] = &[
@@ -181,4 +183,166 @@ fn a_500_kana_input_converts_in_full() {
         best[0].text.chars().filter(|&c| c == 'ぬ').count(),
         500 / 13
     );
+}
+
+#[test]
+fn commit_refuses_a_text_no_hypothesis_spells() {
+    let (lm, lex, spelling) = setup(3);
+    let mut scorer = KnScorer::new(&lm);
+    let mut dec = Decoder::new(&mut scorer, 10, spelling);
+    assert!(!dec.commit("今日", false, &lex, &mut scorer), "empty input");
+    for c in "きょう".chars() {
+        dec.push(c, &lex, &mut scorer);
+    }
+    assert!(!dec.commit("明日", false, &lex, &mut scorer));
+    assert_eq!(dec.lattice().len(), 3, "nothing changed");
+    assert!(dec.commit("京", false, &lex, &mut scorer));
+    assert!(dec.lattice().is_empty());
+}
+
+/// A session fed `keys`, one `key` call each.
+fn typed<'l>(
+    lm: &'l KneserNey,
+    lex: &'l Lexicon,
+    spelling: &Spelling,
+    keys: &str,
+) -> Session<'l, KnScorer<'l>> {
+    let mut s = Session::new(
+        KnScorer::new(lm),
+        lex,
+        spelling.clone(),
+        fastsoftmax_ime::Options {
+            n_best: 10,
+            katakana: 0,
+            ..Default::default()
+        },
+    );
+    for k in keys.chars() {
+        s.key(k);
+    }
+    s
+}
+
+#[test]
+fn a_session_converts_romaji_as_it_is_typed() {
+    let (lm, lex, spelling) = setup(3);
+    let mut s = typed(&lm, &lex, &spelling, "kyouhaiitenkidesun");
+    assert_eq!(s.kana(), "きょうはいいてんきです");
+    assert_eq!(
+        (s.pending(), s.input().as_str()),
+        ("n", "きょうはいいてんきですn")
+    );
+    assert_eq!(s.candidates()[0].text, "今日はいい天気です");
+    s.key('e');
+    assert_eq!(s.candidates()[0].text, "今日はいい天気ですね");
+    assert!(s.candidates().len() > 1);
+}
+
+#[test]
+fn committing_carries_the_context_over() {
+    let (lm, lex, spelling) = setup(3);
+    // From the sentence start, きょう is 今日 (three training sentences start so).
+    assert_eq!(
+        typed(&lm, &lex, &spelling, "kyou").candidates()[0].text,
+        "今日"
+    );
+    let mut s = typed(&lm, &lex, &spelling, "kyouha");
+    assert_eq!(s.commit(0), Some("今日は"));
+    assert_eq!((s.input().as_str(), s.candidates().len()), ("", 0));
+    for k in "kyou".chars() {
+        s.key(k);
+    }
+    // After 今日 は, the trigram 今日 は 京 was seen.
+    let best = &s.candidates()[0];
+    assert_eq!(best.text, "京");
+    // Its score is the path's, read by the scorer from the committed words on.
+    let mut kn = KnScorer::new(&lm);
+    let mut state = kn.initial();
+    let mut lp = [0.0f32];
+    let mut expected = 0.0;
+    for w in ["今日", "は", "京"].map(id) {
+        kn.log_probs(&state, &[w], &mut lp);
+        if w == id("京") {
+            expected += lp[0];
+        }
+        state = kn.advance(&[(&state, w)]).remove(0);
+    }
+    kn.log_probs(&state, &[kn.end()], &mut lp);
+    expected += lp[0];
+    assert!(
+        (best.score - expected).abs() < 1e-4,
+        "{} vs {expected}",
+        best.score
+    );
+    assert_eq!(s.commit(0), Some("京"));
+    assert_eq!(s.committed(), "今日は京");
+}
+
+#[test]
+fn a_session_backspace_equals_typing_the_shorter_input() {
+    let (lm, lex, spelling) = setup(3);
+    let mut s = typed(&lm, &lex, &spelling, "kyouhaiitenkides");
+    for expected in [
+        "きょうはいいてんきで",
+        "きょうはいいてんき",
+        "きょうはいいてん",
+    ] {
+        assert!(s.backspace());
+        assert_eq!(s.input(), expected);
+        // Kana typed directly pass through the romaji as they are.
+        let fresh = typed(&lm, &lex, &spelling, expected);
+        assert_eq!(s.candidates(), fresh.candidates());
+    }
+    while s.backspace() {}
+    assert!(s.candidates().is_empty());
+    assert!(!s.backspace(), "nothing left to delete");
+}
+
+#[test]
+fn pending_letters_survive_a_pick_and_enter_flushes_them() {
+    let (lm, lex, spelling) = setup(3);
+    let mut s = typed(&lm, &lex, &spelling, "kyouhan");
+    // The pending n stays as the start of the next input.
+    assert_eq!(s.commit(0), Some("今日は"));
+    assert_eq!(s.input(), "n");
+    s.key('i');
+    assert_eq!(s.candidates()[0].text, "に");
+    assert_eq!(s.commit(7), None, "no eighth candidate");
+    // Enter: a trailing n becomes ん before the commit.
+    s.key('n');
+    assert_eq!(s.commit_all(), Some("にん"));
+    assert_eq!(s.commit_all(), None, "nothing typed");
+    s.new_paragraph();
+    assert_eq!(s.committed(), "今日はにん\n");
+}
+
+#[test]
+fn clear_drops_the_input_and_keeps_the_context() {
+    let (lm, lex, spelling) = setup(3);
+    let mut s = typed(&lm, &lex, &spelling, "kyouha");
+    s.commit(0);
+    for k in "kyou".chars() {
+        s.key(k);
+    }
+    let before = s.candidates().to_vec();
+    s.clear();
+    assert_eq!((s.input().as_str(), s.candidates().len()), ("", 0));
+    for k in "kyou".chars() {
+        s.key(k);
+    }
+    assert_eq!(s.candidates(), before.as_slice());
+    // A new paragraph forgets it: きょう is 今日 again.
+    s.new_paragraph();
+    for k in "kyou".chars() {
+        s.key(k);
+    }
+    assert_eq!(s.candidates()[0].text, "今日");
+}
+
+#[test]
+fn keys_that_are_not_romaji_pass_through() {
+    let (lm, lex, spelling) = setup(3);
+    let s = typed(&lm, &lex, &spelling, "kyou@#1x");
+    assert_eq!(s.input(), "きょう@#1x");
+    assert_eq!(s.candidates()[0].text, "今日@#1");
 }

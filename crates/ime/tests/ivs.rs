@@ -2,7 +2,8 @@
 //! the arithmetic against the full softmax, not the conversions' quality).
 
 use fastsoftmax_ime::{
-    Candidate, Decoder, IvsScorer, Lexicon, LstmScorer, Repair, Sample, Scorer, Spelling,
+    Candidate, Decoder, IvsScorer, Lexicon, LstmScorer, Options, Repair, Sample, Scorer, Session,
+    Spelling,
 };
 mod common;
 
@@ -177,5 +178,56 @@ fn a_long_input_keeps_the_work_per_key_bounded() {
         "{} against {}",
         block(400),
         block(100)
+    );
+}
+
+/// Typing `first`, committing its best conversion, then typing `then`: the candidates.
+fn after_commit<S: Scorer>(
+    s: S,
+    lex: &Lexicon,
+    spelling: &Spelling,
+    first: &str,
+    then: &str,
+) -> Vec<Candidate> {
+    let mut session = Session::new(
+        s,
+        lex,
+        spelling.clone(),
+        Options {
+            n_best: 10,
+            katakana: 0,
+            ..Default::default()
+        },
+    );
+    for c in first.chars() {
+        session.key(c);
+    }
+    assert!(session.commit(0).is_some());
+    for c in then.chars() {
+        session.key(c);
+    }
+    session.candidates().to_vec()
+}
+
+/// The committed text's state starts the next input; its normaliser covers the old selection,
+/// which the next key drops: it must be repaired over the new one.
+#[test]
+fn a_committed_context_is_renormalised_over_the_next_selection() {
+    let lm = model();
+    let (lex, spelling) = lexicon(&lm);
+    let (first, then) = ("きょうは", "いいてんきです");
+    let full = after_commit(LstmScorer::new(&lm).unwrap(), &lex, &spelling, first, then);
+    let all = IvsScorer::new(&lm, Sample::Top(lm.vocab().len()), Repair::Incremental).unwrap();
+    assert_same(
+        &full,
+        &after_commit(all, &lex, &spelling, first, then),
+        1e-3,
+    );
+    let inc = IvsScorer::new(&lm, Sample::Top(3), Repair::Incremental).unwrap();
+    let scratch = IvsScorer::new(&lm, Sample::Top(3), Repair::FromScratch).unwrap();
+    assert_same(
+        &after_commit(inc, &lex, &spelling, first, then),
+        &after_commit(scratch, &lex, &spelling, first, then),
+        1e-3,
     );
 }

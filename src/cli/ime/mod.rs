@@ -10,15 +10,24 @@ use anyhow::{bail, Context};
 use clap::{Args, Subcommand, ValueEnum};
 use fastsoftmax_ime::model::{lexicon_of, Entry, LEXICON_FILE};
 use fastsoftmax_ime::{
-    Decoder, ImeModel, Interpolated, IvsScorer, KnScorer, KneserNey, Lexicon, LstmScorer, Repair,
-    Romaji, Sample, Scorer, Spelling, TailEstimate,
+    BucketScorer, Decoder, ImeModel, Interpolated, IvsScorer, KnScorer, KneserNey, Lexicon,
+    LstmScorer, Repair, Romaji, Sample, Scorer, Spelling, TailEstimate,
 };
 use indicatif::{ProgressBar, ProgressStyle};
 
+mod tui;
+
+/// `ime` with no subcommand runs the interactive converter with these options (`tui.rs`).
 #[derive(Args, Debug)]
+#[command(args_conflicts_with_subcommands = true)]
 pub struct ImeArgs {
     #[command(subcommand)]
-    action: Action,
+    action: Option<Action>,
+    #[command(flatten)]
+    model: ModelArgs,
+    /// Candidates shown (1-9 pick them).
+    #[arg(short = 'n', long = "n-best", default_value_t = 9, value_parser = clap::value_parser!(u64).range(1..=9))]
+    n: u64,
 }
 
 #[derive(Subcommand, Debug)]
@@ -179,9 +188,10 @@ struct ModelArgs {
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=1000))]
     beam: u64,
     /// The LSTM's softmax: over the whole vocabulary, or over the words the lattice has shown
-    /// so far plus --sample (the IME paper's vocabulary selection).
-    #[arg(long, value_enum, default_value = "full")]
-    softmax: Softmax,
+    /// so far plus --sample (the IME paper's vocabulary selection) [default: full; the
+    /// interactive converter: ivs with --tail when MODEL has its tail estimate].
+    #[arg(long, value_enum)]
+    softmax: Option<Softmax>,
     /// The fixed words every selection holds beside the lattice's (the paper's Ṽ): the
     /// --samples most frequent, or as many drawn uniformly (seed 1), or none.
     #[arg(long, value_enum, default_value = "top")]
@@ -189,6 +199,11 @@ struct ModelArgs {
     /// Size of --sample (the paper: 400).
     #[arg(long, default_value_t = 400)]
     samples: usize,
+    /// Score with a head trained on the --model LSTM by `train-head dsoftmax|adaptive` (e.g.
+    /// MODEL/heads/dsoftmax) instead of its output layer: the paper's D-softmax and
+    /// D-softmax* rows. Every word keeps a probability, over narrower rows.
+    #[arg(long, value_name = "DIR")]
+    head: Option<PathBuf>,
     /// With --softmax ivs|vs and --sample top: raise each normaliser by the estimated mass of
     /// the words outside the sample (MODEL/tail-N.json, from `ime fit-tail`).
     #[arg(long)]
@@ -220,10 +235,17 @@ enum SampleKind {
 }
 
 impl ModelArgs {
-    /// `full`, or e.g. `ivs, top 400`.
+    fn softmax(&self) -> Softmax {
+        self.softmax.unwrap_or(Softmax::Full)
+    }
+
+    /// `full`, or e.g. `ivs, top 400`, or the head's folder.
     fn softmax_name(&self) -> String {
-        let kind = format!("{:?}", self.softmax).to_lowercase();
-        match (self.softmax, self.sample) {
+        if let Some(head) = &self.head {
+            return format!("head {}", head.display());
+        }
+        let kind = format!("{:?}", self.softmax()).to_lowercase();
+        match (self.softmax(), self.sample) {
             (Softmax::Full | Softmax::SelfNorm, _) => kind,
             (_, SampleKind::None) => format!("{kind}, no sample"),
             (_, sample) => {
@@ -242,7 +264,7 @@ impl ModelArgs {
             },
             SampleKind::None => Sample::None,
         };
-        let repair = match self.softmax {
+        let repair = match self.softmax() {
             Softmax::Vs => Repair::FromScratch,
             _ => Repair::Incremental,
         };
@@ -251,10 +273,10 @@ impl ModelArgs {
 }
 
 /// The lexicon and the language model that scores it.
-struct Built {
-    lexicon: Lexicon,
-    katakana: usize,
-    spelling: Spelling,
+pub(super) struct Built {
+    pub(super) lexicon: Lexicon,
+    pub(super) katakana: usize,
+    pub(super) spelling: Spelling,
     lm: Model,
 }
 
@@ -263,6 +285,8 @@ enum Model {
     Lstm(Box<fastsoftmax_infer::LanguageModel>, Option<(Ngrams, f32)>),
     /// The LSTM without a normaliser.
     SelfNormalised(Box<fastsoftmax_infer::LanguageModel>),
+    /// The LSTM with a D-softmax or adaptive softmax head (its folder).
+    Bucketed(Box<fastsoftmax_infer::LanguageModel>, PathBuf),
     /// The LSTM with vocabulary selection (and the tail estimate).
     Selecting(
         Box<fastsoftmax_infer::LanguageModel>,
@@ -386,14 +410,18 @@ fn build(m: &ModelArgs) -> anyhow::Result<Built> {
     if m.with_kn3 && m.lm != Lm::Lstm {
         bail!("--with-kn3 interpolates the LSTM with the trigram model: use it with --lm lstm");
     }
-    if m.softmax != Softmax::Full && (m.lm != Lm::Lstm || m.with_kn3) {
+    if m.softmax() != Softmax::Full && (m.lm != Lm::Lstm || m.with_kn3) {
         bail!(
             "--softmax {:?} selects the LSTM's vocabulary: use it with --lm lstm and without \
              --with-kn3",
-            m.softmax
+            m.softmax()
         );
     }
-    if m.tail && (!matches!(m.softmax, Softmax::Ivs | Softmax::Vs) || m.sample != SampleKind::Top) {
+    if m.head.is_some() && (m.lm != Lm::Lstm || m.with_kn3 || m.softmax.is_some()) {
+        bail!("--head replaces the LSTM's output layer: use it with --lm lstm, without --softmax and --with-kn3");
+    }
+    if m.tail && (!matches!(m.softmax(), Softmax::Ivs | Softmax::Vs) || m.sample != SampleKind::Top)
+    {
         bail!("--tail estimates the words outside a top sample: use it with --softmax ivs|vs and --sample top");
     }
     if m.lm == Lm::Lstm && m.in_domain.is_some() && !m.with_kn3 {
@@ -441,9 +469,11 @@ fn build(m: &ModelArgs) -> anyhow::Result<Built> {
         } else {
             None
         };
-        let lm = if m.softmax == Softmax::Full {
+        let lm = if let Some(head) = &m.head {
+            Model::Bucketed(Box::new(model.lm), head.clone())
+        } else if m.softmax() == Softmax::Full {
             Model::Lstm(Box::new(model.lm), kn)
-        } else if m.softmax == Softmax::SelfNorm {
+        } else if m.softmax() == Softmax::SelfNorm {
             Model::SelfNormalised(Box::new(model.lm))
         } else {
             let (sample, repair) = m.selection();
@@ -563,31 +593,57 @@ type Convert<'a> = dyn FnMut(&str, usize, &mut Vec<f64>) -> Vec<fastsoftmax_ime:
 
 /// What the LSTM scorers report after a run.
 #[derive(Debug, Default)]
-struct ScorerStats {
+pub(super) struct ScorerStats {
     /// Seconds in the softmax (normalisers and word logits).
     softmax_s: Option<f64>,
     /// Logits computed for normalisers.
     normaliser_rows: Option<u64>,
 }
 
-/// Runs `f` with the scorer of the built model; `stats` receives what the LSTM scorers report.
+/// Work that runs with the scorer of a built model, whichever it is (a closure generic over the
+/// scorer's type).
+pub(super) trait WithScorer {
+    type Output;
+    fn run<S: Scorer>(self, scorer: &mut S, b: &Built) -> Self::Output;
+}
+
+/// A [`WithScorer`] that converts readings through a [`Convert`] closure.
+struct Converting<F>(F, usize);
+
+impl<T, F: FnOnce(&mut Convert<'_>) -> T> WithScorer for Converting<F> {
+    type Output = T;
+    fn run<S: Scorer>(self, s: &mut S, b: &Built) -> T {
+        let Converting(f, beam) = self;
+        f(&mut |kana, n, ms| convert(s, b, beam, kana, n, ms))
+    }
+}
+
+/// Runs `f` with a conversion closure over the scorer of the built model, `beam` hypotheses
+/// per kana; `stats` receives what the LSTM scorers report.
 fn with_scorer<T>(
     b: &Built,
     f: impl FnOnce(&mut Convert<'_>) -> T,
     beam: usize,
     stats: &mut ScorerStats,
 ) -> anyhow::Result<T> {
+    run_scorer(b, Converting(f, beam), stats)
+}
+
+/// Runs `work` with the scorer of the built model; `stats` receives what the LSTM scorers
+/// report.
+pub(super) fn run_scorer<W: WithScorer>(
+    b: &Built,
+    work: W,
+    stats: &mut ScorerStats,
+) -> anyhow::Result<W::Output> {
     Ok(match &b.lm {
-        Model::Kn(kn) => {
-            let mut s = kn.scorer();
-            f(&mut |kana, n, ms| convert(&mut s, b, beam, kana, n, ms))
-        }
+        Model::Kn(kn) => work.run(&mut kn.scorer(), b),
         Model::Lstm(lm, None) | Model::SelfNormalised(lm) => {
             let mut s = match b.lm {
                 Model::SelfNormalised(_) => LstmScorer::self_normalised(lm)?,
                 _ => LstmScorer::new(lm)?,
             };
-            let out = f(&mut |kana, n, ms| convert(&mut s, b, beam, kana, n, ms));
+            let out = work.run(&mut s, b);
             stats.softmax_s = Some(s.timers.softmax.as_secs_f64());
             stats.normaliser_rows = Some(s.normaliser_rows);
             out
@@ -597,14 +653,22 @@ fn with_scorer<T>(
             if let Some(t) = tail {
                 s = s.with_tail(t.clone())?;
             }
-            let out = f(&mut |kana, n, ms| convert(&mut s, b, beam, kana, n, ms));
+            let out = work.run(&mut s, b);
+            stats.softmax_s = Some(s.timers.softmax.as_secs_f64());
+            stats.normaliser_rows = Some(s.normaliser_rows);
+            out
+        }
+        Model::Bucketed(lm, dir) => {
+            let mut s = BucketScorer::load(lm, dir)
+                .with_context(|| format!("loading the head in {}", dir.display()))?;
+            let out = work.run(&mut s, b);
             stats.softmax_s = Some(s.timers.softmax.as_secs_f64());
             stats.normaliser_rows = Some(s.normaliser_rows);
             out
         }
         Model::Lstm(lm, Some((kn, lambda))) => {
             let mut s = Interpolated::new(LstmScorer::new(lm)?, kn.scorer(), *lambda);
-            let out = f(&mut |kana, n, ms| convert(&mut s, b, beam, kana, n, ms));
+            let out = work.run(&mut s, b);
             stats.softmax_s = Some(s.a.timers.softmax.as_secs_f64());
             out
         }
@@ -741,7 +805,10 @@ fn pack(model: &Path, data: &Path, out: &Path, f32: bool) -> anyhow::Result<()> 
 }
 
 pub fn run(a: ImeArgs) -> anyhow::Result<()> {
-    match a.action {
+    let Some(action) = a.action else {
+        return interactive(a.model, a.n as usize);
+    };
+    match action {
         Action::Pack {
             model,
             data,
@@ -934,6 +1001,35 @@ pub fn run(a: ImeArgs) -> anyhow::Result<()> {
             Ok(())
         }
     }
+}
+
+/// `fastsoftmax ime`: the LSTM with incremental vocabulary selection (and its tail estimate
+/// when the model has one) unless --softmax says otherwise.
+fn interactive(mut m: ModelArgs, n_best: usize) -> anyhow::Result<()> {
+    tui::check_terminal()?;
+    if m.softmax.is_none() && m.head.is_none() && m.lm == Lm::Lstm && !m.with_kn3 {
+        m.softmax = Some(Softmax::Ivs);
+        m.tail = m.sample == SampleKind::Top
+            && fastsoftmax_ime::tail::tail_file(&m.model, m.samples).exists();
+    }
+    let b = build(&m)?;
+    let title = match m.lm {
+        Lm::Lstm => format!("{} · {}", m.model.display(), m.softmax_name()),
+        lm => format!("{lm:?}").to_lowercase(),
+    };
+    let work = tui::Interactive {
+        title,
+        options: fastsoftmax_ime::Options {
+            beam: m.beam as usize,
+            n_best,
+            katakana: m.katakana,
+        },
+    };
+    let committed = run_scorer(&b, work, &mut ScorerStats::default())??;
+    if !committed.is_empty() {
+        println!("{committed}");
+    }
+    Ok(())
 }
 
 /// One CDF curve per report, named by its language model and softmax.
