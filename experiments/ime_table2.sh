@@ -59,9 +59,11 @@ if [ -n "$F32" ]; then
   run dsoftmax-star --model "$F32" --head "$F32/heads/adaptive"
 fi
 
+heads=()
+[ -n "$F32" ] && heads=("$OUT/dsoftmax.json" "$OUT/dsoftmax-star.json")
 $B ime plot-latency --out experiments/results/ime/latency \
-  --input "$OUT/full.json" "$OUT/vs-top.json" "$OUT/ivs-top.json" "$OUT/ivs-top-tail.json" \
-  "$OUT/kn3-adapted.json"
+  --input "$OUT/full.json" "${heads[@]}" "$OUT/vs-top.json" "$OUT/ivs-top.json" \
+  "$OUT/ivs-top-tail.json" "$OUT/kn3-adapted.json"
 
 python3 - "$OUT" <<'EOF'
 import json, sys, os

@@ -96,7 +96,9 @@ fn a_person_types_picks_commits_and_quits() {
     }
     let root = env!("CARGO_MANIFEST_DIR");
     let bin = env!("CARGO_BIN_EXE_fastsoftmax");
-    let tmux = Tmux::start(&format!("cd {root} && {bin} ime"), 100, 24);
+    // The shell reports the exit status in the pane, which stays after it exits.
+    let command = format!("cd {root} && {bin} ime; echo \"exited with $?\"");
+    let tmux = Tmux::start(&command, 100, 24);
     tmux.wait_for(&["fastsoftmax ime", "per-key latency appears"]);
 
     // Every key updates the kana, the conversion and the latency line.
@@ -133,5 +135,5 @@ fn a_person_types_picks_commits_and_quits() {
 
     // Ctrl-C leaves the converter and prints what was committed.
     tmux.send("C-c", false);
-    tmux.wait_for(&[&format!("今日はいい天気{second}"), "Pane is dead"]);
+    tmux.wait_for(&[&format!("今日はいい天気{second}"), "exited with 0"]);
 }

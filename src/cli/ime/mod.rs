@@ -242,7 +242,8 @@ impl ModelArgs {
     /// `full`, or e.g. `ivs, top 400`, or the head's folder.
     fn softmax_name(&self) -> String {
         if let Some(head) = &self.head {
-            return format!("head {}", head.display());
+            let name = head.file_name().unwrap_or(head.as_os_str());
+            return format!("{} head", name.to_string_lossy());
         }
         let kind = format!("{:?}", self.softmax()).to_lowercase();
         match (self.softmax(), self.sample) {
