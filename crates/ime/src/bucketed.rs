@@ -17,6 +17,7 @@ use std::time::Instant;
 use fastsoftmax_infer::heads::bucketed::Bucket;
 use fastsoftmax_infer::heads::{read_head, AdaptiveHead, DsoftmaxHead};
 use fastsoftmax_infer::kernels::dot;
+use fastsoftmax_infer::kernels::rows::ExactRows;
 use fastsoftmax_infer::kernels::PackedMatrix;
 use fastsoftmax_infer::{log_sum_exp, Error, LanguageModel, LmState, Result};
 
@@ -32,15 +33,14 @@ pub enum BucketKind {
     Adaptive,
 }
 
-/// One level: its projection, its rows packed for the normaliser's product and plain for a
-/// single word's logit.
+/// One level: its projection, its rows packed for the normaliser's product and row by row for
+/// a single word's logit.
 struct Level {
     /// `[d_b, d]` (none: the level sees `h`).
     proj: Option<PackedMatrix>,
     /// `[n_b, d_b]`.
     rows: PackedMatrix,
-    weights: Vec<f32>,
-    bias: Vec<f32>,
+    exact: ExactRows,
     width: usize,
     /// Where the level's view starts in a state's views.
     offset: usize,
@@ -126,14 +126,14 @@ impl<'a> BucketScorer<'a> {
                     *s = (b as u32, r as u32);
                 }
             }
+            let packed = PackedMatrix::new(&bucket.weights, &bucket.bias, width, None);
             levels.push(Level {
                 proj: bucket
                     .proj
                     .as_ref()
                     .map(|p| PackedMatrix::new(p, &vec![0.0; width], d, None)),
-                rows: PackedMatrix::new(&bucket.weights, &bucket.bias, width, None),
-                weights: bucket.weights.clone(),
-                bias: bucket.bias.clone(),
+                exact: ExactRows::new(&packed, None),
+                rows: packed,
                 width,
                 offset,
             });
@@ -238,9 +238,9 @@ impl Scorer for BucketScorer<'_> {
         for (o, &w) in out.iter_mut().zip(words) {
             let (b, r) = self.slot[w as usize];
             let level = &self.levels[b as usize];
-            let (r, k) = (r as usize, level.width);
-            let view = &views[level.offset..level.offset + k];
-            *o = dot(&level.weights[r * k..(r + 1) * k], view) + level.bias[r] - shifts[b as usize];
+            let (row, bias) = level.exact.row(r as usize);
+            let view = &views[level.offset..level.offset + level.width];
+            *o = dot(row, view) + bias - shifts[b as usize];
         }
         self.timers.softmax += t.elapsed();
     }

@@ -272,12 +272,7 @@ impl<S: Scorer> Decoder<S> {
         self.lattice.push(kana, lexicon);
         let t = self.lattice.len();
         // Each node's LM id and extra score, once.
-        let scored: Vec<(u32, f32)> = self
-            .lattice
-            .ending_at(t)
-            .iter()
-            .map(|n| self.word_of(n, lexicon))
-            .collect();
+        let scored = self.node_words(t, lexicon);
         let ids: Vec<u32> = scored.iter().map(|&(id, _)| id).collect();
         self.select(t, &ids, scorer);
         let nodes = self.lattice.ending_at(t);
@@ -344,12 +339,7 @@ impl<S: Scorer> Decoder<S> {
         let kana = self.lattice.pop();
         let t = self.lattice.len();
         if t > 0 {
-            let ids: Vec<u32> = self
-                .lattice
-                .ending_at(t)
-                .iter()
-                .map(|n| self.word_of(n, lexicon).0)
-                .collect();
+            let ids: Vec<u32> = self.node_words(t, lexicon).iter().map(|w| w.0).collect();
             self.select(t, &ids, scorer);
         }
         kana
@@ -435,6 +425,12 @@ impl<S: Scorer> Decoder<S> {
                 }
             }
         }
+    }
+
+    /// The LM id and extra score of each node ending after kana `t`.
+    fn node_words(&self, t: usize, lexicon: &Lexicon) -> Vec<(u32, f32)> {
+        let nodes = self.lattice.ending_at(t);
+        nodes.iter().map(|n| self.word_of(n, lexicon)).collect()
     }
 
     /// The LM id and extra score of a node.

@@ -414,7 +414,6 @@ impl LanguageModel {
     }
 }
 
-/// A linear layer's weight `[d_in, d_out]` and bias `[d_out]` (zeros when it has none).
 /// `log Z` of each row `[n, 1]` from its logits and log-softmax `[n, V]`: logit − log p, in any
 /// column.
 fn log_z(logits: Tensor<2>, logp: Tensor<2>) -> Tensor<2> {
@@ -422,6 +421,7 @@ fn log_z(logits: Tensor<2>, logp: Tensor<2>) -> Tensor<2> {
     logits.slice([0..n, 0..1]) - logp.slice([0..n, 0..1])
 }
 
+/// A linear layer's weight `[d_in, d_out]` and bias `[d_out]` (zeros when it has none).
 pub(crate) fn weight_and_bias(layer: &Linear) -> (Tensor<2>, Tensor<1>) {
     let w = layer.weight.val();
     let b = match &layer.bias {

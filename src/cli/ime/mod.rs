@@ -1,5 +1,7 @@
-//! `fastsoftmax ime eval|convert`: the Japanese input method with the n-gram language models
-//! (the IME paper's Table 1 baselines), built from `data fetch ja`'s files.
+//! `fastsoftmax ime`: the Japanese input method. With no subcommand the interactive converter
+//! (`tui.rs`); `eval|convert|latency` run any language model (the LSTM with its softmaxes, or
+//! the Kneser–Ney baselines built from `data fetch ja`'s files) in the same decoder;
+//! `fit-tail`, `plot-latency` and `pack` make the converter's files and figures.
 
 use std::collections::HashMap;
 use std::io::BufRead;
@@ -8,6 +10,7 @@ use std::time::Instant;
 
 use anyhow::{bail, Context};
 use clap::{Args, Subcommand, ValueEnum};
+use fastsoftmax_ime::lstm::Timers;
 use fastsoftmax_ime::model::{lexicon_of, Entry, LEXICON_FILE};
 use fastsoftmax_ime::{
     BucketScorer, Decoder, ImeModel, Interpolated, IvsScorer, KnScorer, KneserNey, Lexicon,
@@ -601,6 +604,13 @@ pub(super) struct ScorerStats {
     normaliser_rows: Option<u64>,
 }
 
+impl ScorerStats {
+    fn record(&mut self, timers: &Timers, normaliser_rows: u64) {
+        self.softmax_s = Some(timers.softmax.as_secs_f64());
+        self.normaliser_rows = Some(normaliser_rows);
+    }
+}
+
 /// Work that runs with the scorer of a built model, whichever it is (a closure generic over the
 /// scorer's type).
 pub(super) trait WithScorer {
@@ -645,8 +655,7 @@ pub(super) fn run_scorer<W: WithScorer>(
                 _ => LstmScorer::new(lm)?,
             };
             let out = work.run(&mut s, b);
-            stats.softmax_s = Some(s.timers.softmax.as_secs_f64());
-            stats.normaliser_rows = Some(s.normaliser_rows);
+            stats.record(&s.timers, s.normaliser_rows);
             out
         }
         Model::Selecting(lm, sample, repair, tail) => {
@@ -655,16 +664,14 @@ pub(super) fn run_scorer<W: WithScorer>(
                 s = s.with_tail(t.clone())?;
             }
             let out = work.run(&mut s, b);
-            stats.softmax_s = Some(s.timers.softmax.as_secs_f64());
-            stats.normaliser_rows = Some(s.normaliser_rows);
+            stats.record(&s.timers, s.normaliser_rows);
             out
         }
         Model::Bucketed(lm, dir) => {
             let mut s = BucketScorer::load(lm, dir)
                 .with_context(|| format!("loading the head in {}", dir.display()))?;
             let out = work.run(&mut s, b);
-            stats.softmax_s = Some(s.timers.softmax.as_secs_f64());
-            stats.normaliser_rows = Some(s.normaliser_rows);
+            stats.record(&s.timers, s.normaliser_rows);
             out
         }
         Model::Lstm(lm, Some((kn, lambda))) => {
