@@ -14,7 +14,8 @@
 #   fastsoftmax train-lm --config experiments/configs/ime-lstm.json \
 #     --train runs/ime/train-kwdlc10.txt --valid data/ja/valid.txt --test data/ja/test.txt \
 #     --out runs/ime-lstm
-#   fastsoftmax ime pack --model runs/ime-lstm --out assets/models/ime-ja
+#   fastsoftmax ime pack --model runs/ime-lstm --out assets/models/ime-ja \
+#     --adapt data/ja/wordfreq.tsv --adapt-beta 1
 set -euo pipefail
 cd "$(dirname "$0")/.."
 LSTM=${1:-assets/models/ime-ja}
@@ -25,7 +26,8 @@ PYTHON=${PYTHON:-python3}
 mkdir -p "$OUT" runs/ime
 cargo build --release
 B=./target/release/fastsoftmax
-[ -f data/ja/stats.json ] || $B data fetch ja --from "${JA_FROM:-../shared/data/ja}"
+[ -f data/ja/stats.json ] && [ -f data/ja/wordfreq.tsv ] ||
+  $B data fetch ja --from "${JA_FROM:-../shared/data/ja}"
 ADAPT=(--in-domain data/ja/kwdlc-train.txt)
 for lm in kn1 kn2 kn3; do
   $B ime eval --lm $lm --json --errors "runs/ime/$lm.errors.tsv" > "$OUT/$lm.json"
@@ -33,9 +35,17 @@ for lm in kn1 kn2 kn3; do
     > "$OUT/$lm-adapted.json"
 done
 if [ -e "$LSTM/manifest.json" ]; then
-  $B ime eval --lm lstm --model "$LSTM" --json --errors runs/ime/lstm.errors.tsv > "$OUT/lstm.json"
-  $B ime eval --lm lstm --model "$LSTM" --with-kn3 "${ADAPT[@]}" --json \
+  # The LSTM as trained (--no-adapt), then with the unigram adaptation toward wordfreq's
+  # contemporary frequencies that the shipped converter carries (β 1, chosen on data/ja/dev.tsv).
+  WORDFREQ=(--adapt data/ja/wordfreq.tsv --adapt-beta 1)
+  $B ime eval --lm lstm --model "$LSTM" --no-adapt --json --errors runs/ime/lstm.errors.tsv \
+    > "$OUT/lstm.json"
+  $B ime eval --lm lstm --model "$LSTM" --no-adapt --with-kn3 "${ADAPT[@]}" --json \
     --errors runs/ime/lstm-kn3.errors.tsv > "$OUT/lstm-kn3.json"
+  $B ime eval --lm lstm --model "$LSTM" "${WORDFREQ[@]}" --json \
+    --errors runs/ime/lstm-wordfreq.errors.tsv > "$OUT/lstm-wordfreq.json"
+  $B ime eval --lm lstm --model "$LSTM" "${WORDFREQ[@]}" --with-kn3 "${ADAPT[@]}" --json \
+    --errors runs/ime/lstm-kn3-wordfreq.errors.tsv > "$OUT/lstm-kn3-wordfreq.json"
   $B ime latency --lm lstm --model "$LSTM" --length 500 --json > "$OUT/latency-lstm.json"
 fi
 if [ "$PEERS" = 1 ]; then

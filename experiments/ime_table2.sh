@@ -5,6 +5,7 @@
 # decoder; plus the trigram Kneser–Ney rows, and the latency distribution as a plot.
 #
 #   bash experiments/ime_table2.sh [MODEL_DIR [SELF_NORMALISED_MODEL_DIR [F32_MODEL_DIR]]]
+#   ONLY=converter bash experiments/ime_table2.sh [MODEL_DIR]
 #
 # The second model (e.g. runs/ime-ft-selfnorm, trained with train.self_norm = 0.1 by the
 # commands in experiments/results/ime.md) gives the self-normalisation rows: no normaliser at
@@ -25,7 +26,8 @@ OUT=experiments/results/ime/table2
 mkdir -p "$OUT"
 cargo build --release
 B=./target/release/fastsoftmax
-[ -f data/ja/stats.json ] || $B data fetch ja --from "${JA_FROM:-../shared/data/ja}"
+[ -f data/ja/stats.json ] && [ -f data/ja/wordfreq.tsv ] ||
+  $B data fetch ja --from "${JA_FROM:-../shared/data/ja}"
 # The tail estimate of the top-400 sample, fitted on the KWDLC training text (23 s).
 [ -f "$M/tail-400.json" ] || $B ime fit-tail --model "$M" --samples 400
 
@@ -35,8 +37,12 @@ run() { # name, then `ime eval` options
   echo "== $name" >&2
   $B ime eval --json "$@" > "$OUT/$name.json"
 }
-run kn3 --lm kn3
-run kn3-adapted --lm kn3 --in-domain data/ja/kwdlc-train.txt
+# ONLY=converter re-runs just the rows of MODEL_DIR (after the converter changed); the table
+# and the plot then take the other rows from the earlier run's files.
+if [ "${ONLY:-}" != converter ]; then
+  run kn3 --lm kn3
+  run kn3-adapted --lm kn3 --in-domain data/ja/kwdlc-train.txt
+fi
 run full --model "$M" --softmax full
 run ivs --model "$M" --softmax ivs --sample none
 run ivs-top --model "$M" --softmax ivs --sample top --samples 400

@@ -210,6 +210,53 @@ fn packs_a_trained_lstm_into_a_converter_folder() {
     let err = refused(&["--softmax", "ivs", "--with-kn3"]);
     assert!(err.contains("without --with-kn3"), "{err}");
 
+    // The unigram adaptation: packed with word frequencies where 転機 is common and 天気 rare
+    // (the reverse of the training text), てんき converts to 転機; --no-adapt scores as trained.
+    let freq = dir.path().join("wordfreq.tsv");
+    std::fs::write(&freq, "は\t150\n転機\t300\n今日\t350\n天気\t700\n").unwrap();
+    let (f, adapted) = (freq.to_str().unwrap(), dir.path().join("adapted"));
+    let a = adapted.to_str().unwrap();
+    let args = [
+        "ime", "pack", "--model", r, "--data", data, "--out", a, "--adapt", f,
+    ];
+    let (ok, out, err) = cli(&[&args[..], &["--adapt-beta", "3"]].concat());
+    assert!(ok, "{err}");
+    assert!(
+        out.contains("unigram adaptation (β 3) over 4 displays"),
+        "{out}"
+    );
+    assert!(adapted.join("unigram-shift.tsv.gz").exists());
+    let first = |model: &str| {
+        let (ok, out, err) = cli(&["ime", "convert", "--lm", "lstm", "--model", model, "てんき"]);
+        assert!(ok, "{err}");
+        out.lines().nth(1).unwrap_or_default().to_string()
+    };
+    assert!(first(a).contains("転機"), "{}", first(a));
+    assert!(first(p).contains("天気"), "{}", first(p));
+    let beta = |extra: &[&str]| {
+        let mut args = vec!["ime", "eval", "--data", data, "--model", a, "--json"];
+        args.extend_from_slice(extra);
+        let (ok, out, err) = cli(&args);
+        assert!(ok, "{extra:?}: {err}");
+        let r: serde_json::Value = serde_json::from_str(&out).unwrap();
+        r["adapt_beta"].clone()
+    };
+    assert_eq!(beta(&[]), 3.0);
+    assert!(beta(&["--no-adapt"]).is_null());
+    assert_eq!(beta(&["--adapt", f, "--adapt-beta", "0.5"]), 0.5);
+    // Frequencies that are not a word list, or share no word with the training text.
+    let (ok, _, err) = cli(&[&args[..], &["--adapt-beta", "NaN"]].concat());
+    assert!(!ok && err.contains("--adapt-beta"), "{err}");
+    std::fs::write(&freq, "猫 300\n").unwrap();
+    let (ok, _, err) = cli(&args);
+    assert!(
+        !ok && err.contains("line 1") && err.contains("centibels"),
+        "{err}"
+    );
+    std::fs::write(&freq, "猫\t300\n").unwrap();
+    let (ok, _, err) = cli(&args);
+    assert!(!ok && err.contains("no word in common"), "{err}");
+
     // The packed lexicon beside another model (here the f32 original).
     for f in ["manifest.json", "model.safetensors"] {
         std::fs::copy(run.join(f), packed.join(f)).unwrap();
@@ -241,6 +288,11 @@ fn bad_input_gets_clear_errors() {
     let args = ["--lm", "lstm", "--in-domain", "x.txt"];
     let (ok, _, err) = ime("eval", data, &args);
     assert!(!ok && err.contains("--with-kn3"), "{err}");
+    let (ok, _, err) = ime("eval", data, &["--adapt", "x.tsv"]);
+    assert!(!ok && err.contains("--lm lstm"), "{err}");
+    let args = ["--lm", "lstm", "--adapt", "x.tsv", "--no-adapt"];
+    let (ok, _, err) = ime("eval", data, &args);
+    assert!(!ok && err.contains("--no-adapt"), "{err}");
     // Empty input.
     let (ok, _, err) = ime("convert", data, &[""]);
     assert!(!ok && err.contains("nothing to convert"), "{err}");

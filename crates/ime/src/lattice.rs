@@ -57,6 +57,11 @@ impl Lexicon {
             .map(|&i| (i, &self.words[i as usize]))
     }
 
+    /// Every word, to rescore in place (the readings stay).
+    pub fn words_mut(&mut self) -> impl Iterator<Item = &mut Word> {
+        self.words.iter_mut()
+    }
+
     pub fn word(&self, id: u32) -> &Word {
         &self.words[id as usize]
     }

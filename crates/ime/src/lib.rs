@@ -12,10 +12,12 @@
 //!   D-softmax and D-softmax* rows).
 //! - [`ivs`]: the same LSTM with incremental vocabulary selection (the paper's Algorithm 1).
 //! - [`tail`]: a linear estimate of the mass of the words a selection leaves out.
+//! - [`adapt`]: unigram adaptation of a language model toward another domain's word frequencies.
 //! - [`mix`]: linear interpolation of language models, weights by EM on held-out text.
 //! - [`model`]: the shipped converter folder: the LM and the lexicon of the words outside it.
 //! - [`session`]: keys in, candidates and committed text out, the LM state carried over.
 
+pub mod adapt;
 pub mod bucketed;
 pub mod decode;
 pub mod ivs;

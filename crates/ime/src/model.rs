@@ -6,14 +6,18 @@
 //! built with (a lexicon beside another model is refused), then `reading<TAB>display<TAB>count`:
 //! the rarer training words with their training counts, then dictionary words with count 0.
 //! The vocabulary's own `display/reading` words join the lexicon from the manifest.
+//!
+//! `unigram-shift.tsv.gz` (optional, [`crate::adapt`]): the unigram adaptation the converter
+//! applies at load time, to the output bias and to the lexicon's words outside the vocabulary.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 
 use fastsoftmax_infer::files::{sha256_hex, write_atomic};
-use fastsoftmax_infer::model::artifact::WEIGHTS_FILE;
+use fastsoftmax_infer::model::artifact::{LmWeights, WEIGHTS_FILE};
 use fastsoftmax_infer::{Error, LanguageModel, Result};
 
+use crate::adapt::{shift_unknown, UnigramShift, SHIFT_FILE};
 use crate::decode::Spelling;
 use crate::lattice::{split_word, Lexicon};
 
@@ -46,6 +50,8 @@ pub struct ImeModel {
     pub lm: LanguageModel,
     pub lexicon: Lexicon,
     pub spelling: Spelling,
+    /// The unigram adaptation applied to both, if any.
+    pub shift: Option<UnigramShift>,
 }
 
 impl ImeModel {
@@ -69,15 +75,52 @@ impl ImeModel {
             lm,
             lexicon,
             spelling,
+            shift: None,
         })
+    }
+
+    /// As [`ImeModel::new`], with the model moved by `shift` when given: its output bias, and
+    /// the scores of the lexicon's words outside the vocabulary.
+    pub fn adapted(
+        mut weights: LmWeights,
+        extra: &[Entry],
+        shift: Option<UnigramShift>,
+    ) -> Result<Self> {
+        if let Some(s) = &shift {
+            s.shift_bias(weights.vocab.words(), &mut weights.output_bias);
+        }
+        let mut model = Self::new(LanguageModel::from_weights(weights)?, extra)?;
+        if let Some(s) = &shift {
+            shift_unknown(&mut model.lexicon, model.spelling.unk, s);
+        }
+        model.shift = shift;
+        Ok(model)
     }
 
     /// Loads a converter folder (see the module docs).
     pub fn load(dir: &Path) -> Result<Self> {
-        let lm = LanguageModel::load(dir)?;
-        let extra = read_lexicon(dir)?;
-        Self::new(lm, &extra)
+        Self::adapted(LmWeights::load(dir)?, &read_lexicon(dir)?, read_shift(dir)?)
     }
+}
+
+/// The folder's unigram shift ([`SHIFT_FILE`]), `None` when it has none.
+pub fn read_shift(dir: &Path) -> Result<Option<UnigramShift>> {
+    let path = dir.join(SHIFT_FILE);
+    if path.exists() {
+        UnigramShift::read(&path).map(Some)
+    } else {
+        Ok(None)
+    }
+}
+
+/// The folder's language model as its converter scores with it: its unigram shift, if any,
+/// applied to the output bias.
+pub fn load_lm(dir: &Path) -> Result<LanguageModel> {
+    let mut weights = LmWeights::load(dir)?;
+    if let Some(s) = read_shift(dir)? {
+        s.shift_bias(weights.vocab.words(), &mut weights.output_bias);
+    }
+    LanguageModel::from_weights(weights)
 }
 
 /// The SHA-256 of the folder's weights file.

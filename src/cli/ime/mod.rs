@@ -13,8 +13,8 @@ use clap::{Args, Subcommand, ValueEnum};
 use fastsoftmax_ime::lstm::Timers;
 use fastsoftmax_ime::model::{lexicon_of, Entry, LEXICON_FILE};
 use fastsoftmax_ime::{
-    BucketScorer, Decoder, ImeModel, Interpolated, IvsScorer, KnScorer, KneserNey, Lexicon,
-    LstmScorer, Repair, Romaji, Sample, Scorer, Spelling, TailEstimate,
+    adapt::UnigramShift, BucketScorer, Decoder, ImeModel, Interpolated, IvsScorer, KnScorer,
+    KneserNey, Lexicon, LstmScorer, Repair, Romaji, Sample, Scorer, Spelling, TailEstimate,
 };
 use indicatif::{ProgressBar, ProgressStyle};
 
@@ -139,6 +139,13 @@ enum Action {
         /// Keep the weights in f32 (four times the size of the default int8 rows).
         #[arg(long)]
         f32: bool,
+        /// Ship a unigram adaptation toward these word frequencies (`word<TAB>centibels`,
+        /// DATA/wordfreq.tsv from `data fetch ja`), applied whenever the converter loads.
+        #[arg(long, value_name = "FILE")]
+        adapt: Option<PathBuf>,
+        /// The exponent β of --adapt (1 is best on the KWDLC dev sentences).
+        #[arg(long, default_value_t = 1.0)]
+        adapt_beta: f32,
     },
 }
 
@@ -211,6 +218,18 @@ struct ModelArgs {
     /// the words outside the sample (MODEL/tail-N.json, from `ime fit-tail`).
     #[arg(long)]
     tail: bool,
+    /// Unigram adaptation of the LSTM toward the word frequencies of FILE
+    /// (`word<TAB>centibels`, e.g. DATA/wordfreq.tsv), instead of the one MODEL ships: each
+    /// word's probability is multiplied by (its frequency in FILE / in DATA/words.tsv)^β and
+    /// renormalised.
+    #[arg(long, value_name = "FILE")]
+    adapt: Option<PathBuf>,
+    /// The exponent β of --adapt.
+    #[arg(long, default_value_t = 1.0)]
+    adapt_beta: f32,
+    /// Score with the LSTM as trained: without the unigram adaptation MODEL ships.
+    #[arg(long, conflicts_with = "adapt")]
+    no_adapt: bool,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -281,6 +300,8 @@ pub(super) struct Built {
     pub(super) lexicon: Lexicon,
     pub(super) katakana: usize,
     pub(super) spelling: Spelling,
+    /// β of the LSTM's unigram adaptation, when it has one.
+    adapt_beta: Option<f32>,
     lm: Model,
 }
 
@@ -409,8 +430,46 @@ fn extra_entries(
     Ok(extra)
 }
 
+/// The unigram adaptation toward the frequencies of `target` (`word<TAB>centibels`) from
+/// those of DATA/words.tsv.
+fn unigram_shift(data: &Path, target: &Path, beta: f32) -> anyhow::Result<UnigramShift> {
+    if !beta.is_finite() {
+        bail!("--adapt-beta {beta}: give a finite exponent (1 moves fully toward --adapt's frequencies, 0 not at all)");
+    }
+    let text = std::fs::read_to_string(target).with_context(|| {
+        format!(
+            "reading {} (`fastsoftmax data fetch ja` writes DATA/wordfreq.tsv)",
+            target.display()
+        )
+    })?;
+    let freq = fastsoftmax_ime::adapt::parse_centibels(&text)
+        .map_err(|e| anyhow::anyhow!("{}: {e}", target.display()))?;
+    let counts = read_counts(data)?;
+    let shift = UnigramShift::new(
+        freq.iter().map(|(w, f)| (w.as_str(), *f)),
+        counts.iter().map(|(w, c)| (w.as_str(), *c)),
+        beta,
+    );
+    if shift.is_empty() {
+        bail!(
+            "{}: no word in common with {}: not a Japanese word list",
+            target.display(),
+            data.join("words.tsv").display()
+        );
+    }
+    eprintln!(
+        "unigram adaptation toward {} (β {beta}): {} displays shifted",
+        target.display(),
+        shift.len()
+    );
+    Ok(shift)
+}
+
 fn build(m: &ModelArgs) -> anyhow::Result<Built> {
     let started = Instant::now();
+    if m.adapt.is_some() && m.lm != Lm::Lstm {
+        bail!("--adapt moves the LSTM's output layer: use it with --lm lstm (and --with-kn3 to mix in the trigram model)");
+    }
     if m.with_kn3 && m.lm != Lm::Lstm {
         bail!("--with-kn3 interpolates the LSTM with the trigram model: use it with --lm lstm");
     }
@@ -438,17 +497,31 @@ fn build(m: &ModelArgs) -> anyhow::Result<Built> {
     // from DATA.
     if m.lm == Lm::Lstm {
         let dir = &m.model;
-        let model = if dir.join(LEXICON_FILE).exists() {
-            ImeModel::load(dir)
+        let weights = fastsoftmax_infer::model::artifact::LmWeights::load(dir)
+            .with_context(|| format!("loading the language model in {}", dir.display()))?;
+        let packed = dir.join(LEXICON_FILE).exists();
+        let extra = if packed {
+            fastsoftmax_ime::model::read_lexicon(dir)
                 .with_context(|| format!("loading the converter in {}", dir.display()))?
         } else {
-            let lm = fastsoftmax_infer::LanguageModel::load(dir)
-                .with_context(|| format!("loading the language model in {}", dir.display()))?;
-            let extra = extra_entries(&m.data, &read_counts(&m.data)?, |w| {
-                lm.vocab().get(w).is_some()
-            })?;
-            ImeModel::new(lm, &extra).with_context(|| format!("{}", dir.display()))?
+            extra_entries(&m.data, &read_counts(&m.data)?, |w| {
+                weights.vocab.get(w).is_some()
+            })?
         };
+        let shift = match &m.adapt {
+            _ if m.no_adapt => None,
+            Some(path) => Some(unigram_shift(&m.data, path, m.adapt_beta)?),
+            None => fastsoftmax_ime::model::read_shift(dir)
+                .with_context(|| format!("loading the converter in {}", dir.display()))?,
+        };
+        if shift.is_some() && m.head.is_some() {
+            bail!(
+                "--head scores with the head's own rows, trained without the unigram adaptation: \
+                 add --no-adapt"
+            );
+        }
+        let model = ImeModel::adapted(weights, &extra, shift)
+            .with_context(|| format!("{}", dir.display()))?;
         eprintln!(
             "LSTM language model {} ({} words), {} lexicon entries ({} readings) in {:.0} s",
             dir.display(),
@@ -464,9 +537,15 @@ fn build(m: &ModelArgs) -> anyhow::Result<Built> {
             let mut lstm = LstmScorer::new(&model.lm)?;
             let p_lstm = fastsoftmax_ime::mix::token_probs(&mut lstm, &valid);
             let p_kn = fastsoftmax_ime::mix::token_probs(&mut ngrams.scorer(), &valid);
+            let ppl = |p: &[f64]| {
+                (-p.iter().map(|x| x.max(1e-30).ln()).sum::<f64>() / p.len().max(1) as f64).exp()
+            };
+            let (ppl_lstm, ppl_kn) = (ppl(&p_lstm), ppl(&p_kn));
             let w = fastsoftmax_ime::mix::fit_weights(&[p_lstm, p_kn]);
             eprintln!(
-                "LSTM interpolated with the trigram model: weights {:.3} / {:.3} (EM on valid.txt)",
+                "LSTM interpolated with the trigram model: weights {:.3} / {:.3} (EM on \
+                 valid.txt, where the LSTM's perplexity is {ppl_lstm:.2} and the trigram \
+                 model's {ppl_kn:.2})",
                 w[0], w[1]
             );
             Some((ngrams, w[0] as f32))
@@ -489,6 +568,7 @@ fn build(m: &ModelArgs) -> anyhow::Result<Built> {
             Model::Selecting(Box::new(model.lm), sample, repair, tail)
         };
         return Ok(Built {
+            adapt_beta: model.shift.as_ref().map(UnigramShift::beta),
             lexicon: model.lexicon,
             katakana: m.katakana,
             spelling: model.spelling,
@@ -520,6 +600,7 @@ fn build(m: &ModelArgs) -> anyhow::Result<Built> {
     };
     let lm = Model::Kn(estimate_ngrams(m, order, &vocab)?);
     Ok(Built {
+        adapt_beta: None,
         lexicon,
         katakana: m.katakana,
         spelling,
@@ -537,6 +618,8 @@ struct Report {
     in_domain: Option<PathBuf>,
     /// The LSTM interpolated with the trigram model, and its weight.
     with_kn3: Option<f32>,
+    /// β of the LSTM's unigram adaptation, when it has one.
+    adapt_beta: Option<f32>,
     /// The LSTM's softmax: `full`, or the selection (`ivs`/`vs`) and its fixed sample.
     softmax: Option<String>,
     sentences: usize,
@@ -771,7 +854,13 @@ fn latency(
 }
 
 /// `ime pack`: the model (int8 rows unless `f32`), its lexicon, and its provenance files.
-fn pack(model: &Path, data: &Path, out: &Path, f32: bool) -> anyhow::Result<()> {
+fn pack(
+    model: &Path,
+    data: &Path,
+    out: &Path,
+    f32: bool,
+    shift: Option<UnigramShift>,
+) -> anyhow::Result<()> {
     let weights = fastsoftmax_infer::model::artifact::LmWeights::load(model)
         .with_context(|| format!("loading the language model in {}", model.display()))?;
     let counts = read_counts(data)?;
@@ -782,6 +871,13 @@ fn pack(model: &Path, data: &Path, out: &Path, f32: bool) -> anyhow::Result<()> 
         weights.save_int8(out)?;
     }
     fastsoftmax_ime::model::write_lexicon(out, &extra)?;
+    let shift_file = out.join(fastsoftmax_ime::adapt::SHIFT_FILE);
+    match &shift {
+        Some(s) => s.write(&shift_file)?,
+        None if shift_file.exists() => std::fs::remove_file(&shift_file)
+            .with_context(|| format!("removing the old {}", shift_file.display()))?,
+        None => {}
+    }
     // Provenance: the training run's config, log and metrics, and every command.
     for f in [
         "config.json",
@@ -802,12 +898,20 @@ fn pack(model: &Path, data: &Path, out: &Path, f32: bool) -> anyhow::Result<()> 
     )?;
     let check = ImeModel::load(out).with_context(|| format!("re-reading {}", out.display()))?;
     println!(
-        "{}: {} words in the language model ({}), {} lexicon entries over {} readings",
+        "{}: {} words in the language model ({}), {} lexicon entries over {} readings{}",
         out.display(),
         check.lm.vocab().len(),
         if f32 { "f32" } else { "int8 rows" },
         check.lexicon.len(),
-        check.lexicon.readings()
+        check.lexicon.readings(),
+        match &check.shift {
+            Some(s) => format!(
+                ", unigram adaptation (β {}) over {} displays",
+                s.beta(),
+                s.len()
+            ),
+            None => String::new(),
+        }
     );
     Ok(())
 }
@@ -822,7 +926,15 @@ pub fn run(a: ImeArgs) -> anyhow::Result<()> {
             data,
             out,
             f32,
-        } => pack(&model, &data, &out, f32),
+            adapt,
+            adapt_beta,
+        } => {
+            let shift = match adapt {
+                Some(path) => Some(unigram_shift(&data, &path, adapt_beta)?),
+                None => None,
+            };
+            pack(&model, &data, &out, f32, shift)
+        }
         Action::PlotLatency { input, out, title } => plot_latency(&input, &out, &title),
         Action::FitTail {
             model,
@@ -831,7 +943,7 @@ pub fn run(a: ImeArgs) -> anyhow::Result<()> {
             sentences,
         } => {
             let t = Instant::now();
-            let lm = fastsoftmax_infer::LanguageModel::load(&model)
+            let lm = fastsoftmax_ime::model::load_lm(&model)
                 .with_context(|| format!("loading the language model in {}", model.display()))?;
             let vocab = lm.vocab();
             let mut ids = read_ids(&text, |w| vocab.id_or_unk(w))?;
@@ -957,6 +1069,7 @@ pub fn run(a: ImeArgs) -> anyhow::Result<()> {
                 lm: format!("{:?}", model.lm).to_lowercase(),
                 model: (model.lm == Lm::Lstm).then(|| model.model.clone()),
                 in_domain: model.in_domain.clone(),
+                adapt_beta: b.adapt_beta,
                 with_kn3: match &b.lm {
                     Model::Lstm(_, Some((_, lambda))) => Some(*lambda),
                     _ => None,
