@@ -10,8 +10,10 @@
 //!
 //! Words are compared by their display: frequency lists carry no readings. A display the target
 //! list lacks is left as it is (`α = 1`): such lists are cut at a frequency and tokenised their
-//! own way, so absence says little. `ln α` is clipped to `±CLIP` so that one count cannot
-//! dominate a context.
+//! own way, so absence says little. A display the training text lacks is a word the LM scores
+//! through `<unk>`, so its background probability is `p(<unk>) p(w | <unk>)`; the target's
+//! katakana words among them join the lexicon, read as their kana ([`add_unseen_katakana`]).
+//! `ln α` is clipped to `±CLIP` so that one count cannot dominate a context.
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
@@ -23,27 +25,37 @@ use fastsoftmax_infer::{Error, Result};
 use crate::lattice::{split_word, Lexicon};
 
 /// The converter folder's shift file (gzip, UTF-8): a first line `#beta<TAB>β`, then
-/// `display<TAB>β ln α` (nats), one display a line.
+/// `display<TAB>β ln α` (nats), one display a line, then a line `#unseen` and
+/// `display<TAB>ln p_target − ln p_background(<unk>)` for the target's displays the training
+/// text lacks.
 pub const SHIFT_FILE: &str = "unigram-shift.tsv.gz";
 const HEADER: &str = "#beta";
+const UNSEEN: &str = "#unseen";
 
 /// Largest `|ln α|`, in nats.
 pub const CLIP: f32 = 5.0;
 
-/// `β ln α(display)` for the displays both distributions know.
+/// `β ln α(display)` for the displays both distributions know, and what the words only the
+/// target knows need for theirs.
 #[derive(Debug, Clone, Default)]
 pub struct UnigramShift {
     display: HashMap<String, f32>,
+    /// For target displays the background lacks: `ln p_target(d) − ln p_background(<unk>)` on
+    /// the shared scale; [`UnigramShift::get_unseen`] subtracts the word's `ln p(w | <unk>)`.
+    unseen: HashMap<String, f32>,
     beta: f32,
 }
 
 impl UnigramShift {
     /// `target`: `(display, frequency)` of the domain to move to (any scale); `background`:
     /// `(display/reading or display, count)` of the training text. Both are renormalised over
-    /// the displays they share, so that only their ratio matters.
+    /// the displays they share, so that only their ratio matters. With `unknown_share` (the
+    /// share of background tokens the LM reads as `<unk>`), target displays the background
+    /// lacks are kept too, for words scored through `<unk>`.
     pub fn new<'a>(
         target: impl IntoIterator<Item = (&'a str, f64)>,
         background: impl IntoIterator<Item = (&'a str, u64)>,
+        unknown_share: Option<f64>,
         beta: f32,
     ) -> Self {
         let mut bg: HashMap<&str, u64> = HashMap::new();
@@ -51,10 +63,14 @@ impl UnigramShift {
             let display = split_word(w).map_or(w, |(d, _)| d);
             *bg.entry(display).or_default() += c;
         }
-        let shared: Vec<(&str, f64, f64)> = target
+        let n: f64 = bg.values().map(|&c| c as f64).sum();
+        let target: Vec<(&str, f64)> = target
             .into_iter()
             .filter(|(_, f)| f.is_finite() && *f > 0.0)
-            .filter_map(|(d, f)| bg.get(d).map(|&c| (d, f, c as f64 + 0.5)))
+            .collect();
+        let shared: Vec<(&str, f64, f64)> = target
+            .iter()
+            .filter_map(|&(d, f)| bg.get(d).map(|&c| (d, f, c as f64 + 0.5)))
             .collect();
         let (t_sum, b_sum) = shared
             .iter()
@@ -66,7 +82,45 @@ impl UnigramShift {
                 (d.to_string(), beta * ln_alpha.clamp(-CLIP, CLIP))
             })
             .collect();
-        UnigramShift { display, beta }
+        // A background display's share is c / b_sum; an unseen word's is
+        // p(<unk>) p(w | <unk>) n / b_sum.
+        let unseen = match unknown_share.filter(|u| *u > 0.0 && n > 0.0 && b_sum > 0.0) {
+            None => HashMap::new(),
+            Some(u) => target
+                .iter()
+                .filter(|(d, _)| !bg.contains_key(d))
+                .map(|&(d, f)| {
+                    let v = (f / t_sum).ln() - u.ln() - (n / b_sum).ln();
+                    (d.to_string(), v as f32)
+                })
+                .collect(),
+        };
+        UnigramShift {
+            display,
+            unseen,
+            beta,
+        }
+    }
+
+    /// The target's katakana words the background lacks, with their readings (hiragana): loan
+    /// words and names a lexicon may lack. Sorted, so that lexicons built from them are the
+    /// same on every load.
+    pub fn unseen_katakana(&self) -> Vec<(String, &str)> {
+        let mut words: Vec<(String, &str)> = self
+            .unseen
+            .keys()
+            .filter_map(|d| Some((katakana_reading(d)?, d.as_str())))
+            .collect();
+        words.sort_unstable();
+        words
+    }
+
+    /// `β ln α` of a word scored through `<unk>` whose display the background lacks, from its
+    /// `ln p(w | <unk>)`; 0 when the target lacks it too.
+    pub fn get_unseen(&self, display: &str, ln_p_given_unk: f32) -> f32 {
+        self.unseen
+            .get(display)
+            .map_or(0.0, |v| self.beta * (v - ln_p_given_unk).clamp(-CLIP, CLIP))
     }
 
     /// `β ln α(display)`, 0 for a display either side lacks.
@@ -89,17 +143,23 @@ impl UnigramShift {
 
     /// Writes the shifts to `path` ([`SHIFT_FILE`]'s format), atomically.
     pub fn write(&self, path: &Path) -> Result<()> {
-        let mut rows: Vec<(&String, &f32)> = self.display.iter().collect();
-        rows.sort_by(|a, b| a.0.cmp(b.0));
         let mut text = format!("{HEADER}\t{}\n", self.beta);
-        for (d, v) in rows {
-            if d.is_empty() || d.contains(['\t', '\n']) {
-                return Err(Error::Invalid(format!(
-                    "unigram shift of {d:?}: a display must be non-empty and hold no tab or \
-                     newline"
-                )));
+        for (section, map) in [(None, &self.display), (Some(UNSEEN), &self.unseen)] {
+            if let Some(line) = section {
+                text.push_str(line);
+                text.push('\n');
             }
-            text.push_str(&format!("{d}\t{v}\n"));
+            let mut rows: Vec<(&String, &f32)> = map.iter().collect();
+            rows.sort_by(|a, b| a.0.cmp(b.0));
+            for (d, v) in rows {
+                if d.is_empty() || d.starts_with('#') || d.contains(['\t', '\n']) {
+                    return Err(Error::Invalid(format!(
+                        "unigram shift of {d:?}: a display must be non-empty, not start with # \
+                         and hold no tab or newline"
+                    )));
+                }
+                text.push_str(&format!("{d}\t{v}\n"));
+            }
         }
         let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
         gz.write_all(text.as_bytes())
@@ -124,22 +184,38 @@ impl UnigramShift {
             .and_then(|b| b.parse::<f32>().ok())
             .filter(|b| b.is_finite())
             .ok_or_else(|| bad(format!("the first line is not `{HEADER}<TAB>β`")))?;
-        let mut display = HashMap::new();
+        let (mut display, mut unseen) = (HashMap::new(), HashMap::new());
+        let mut in_unseen = false;
         for (n, line) in lines.enumerate() {
             let line = line.map_err(|e| bad(format!("line {}: {e}", n + 2)))?;
+            if line == UNSEEN && !in_unseen {
+                in_unseen = true;
+                continue;
+            }
+            let bound = if in_unseen {
+                f32::MAX
+            } else {
+                CLIP * beta.abs()
+            };
             let parsed = line
                 .split_once('\t')
                 .and_then(|(d, v)| Some((d, v.parse::<f32>().ok()?)))
-                .filter(|(d, v)| !d.is_empty() && v.is_finite() && v.abs() <= CLIP * beta.abs());
+                .filter(|(d, v)| !d.is_empty() && v.is_finite() && v.abs() <= bound);
             let Some((d, v)) = parsed else {
                 return Err(bad(format!(
-                    "line {}: not `display<TAB>shift` with |shift| ≤ {CLIP}·β: {line:?}",
+                    "line {}: not `display<TAB>value` (a shift within ±{CLIP}·β before \
+                     `{UNSEEN}`): {line:?}",
                     n + 2
                 )));
             };
-            display.insert(d.to_string(), v);
+            let map = if in_unseen { &mut unseen } else { &mut display };
+            map.insert(d.to_string(), v);
         }
-        Ok(UnigramShift { display, beta })
+        Ok(UnigramShift {
+            display,
+            unseen,
+            beta,
+        })
     }
 
     /// Adds each `display/reading` word's shift to its output bias (`bias[id]` for
@@ -153,13 +229,46 @@ impl UnigramShift {
     }
 }
 
+/// The hiragana reading of a katakana word of two or more characters (ー allowed, not first).
+fn katakana_reading(word: &str) -> Option<String> {
+    let mut out = String::with_capacity(word.len());
+    for (i, c) in word.chars().enumerate() {
+        match c {
+            'ァ'..='ヶ' => out.push(char::from_u32(c as u32 - 0x60)?),
+            'ー' if i > 0 => out.push(c),
+            _ => return None,
+        }
+    }
+    (out.chars().count() >= 2).then_some(out)
+}
+
+/// Adds the target's katakana words the training text lacks to `lexicon` (reading: their kana),
+/// scored through `unk` and `spelling` before [`shift_unknown`] moves them.
+pub fn add_unseen_katakana(
+    lexicon: &mut Lexicon,
+    spelling: &crate::decode::Spelling,
+    shift: &UnigramShift,
+) {
+    for (reading, display) in shift.unseen_katakana() {
+        let word = crate::lattice::Word {
+            display: display.to_string(),
+            lm_id: spelling.unk,
+            extra: spelling.log_prob_word(display, 0),
+        };
+        lexicon.insert(&reading, word);
+    }
+}
+
 /// Moves the lexicon's words scored through `unk` (`ln p(w | <unk>)` in their `extra`) by
 /// `shift`, renormalised over them: the rest of `p(· | <unk>)` (strings no entry spells) keeps
 /// its mass.
 pub fn shift_unknown(lexicon: &mut Lexicon, unk: u32, shift: &UnigramShift) {
     let mut z = 1.0f64;
     for w in lexicon.words_mut().filter(|w| w.lm_id == unk) {
-        let s = shift.get(&w.display);
+        let s = match shift.display.contains_key(&w.display) {
+            true => shift.get(&w.display),
+            false => shift.get_unseen(&w.display, w.extra),
+        };
         z += (w.extra as f64).exp() * ((s as f64).exp() - 1.0);
         w.extra += s;
     }
@@ -197,7 +306,7 @@ mod tests {
         // Background: 公約 rare, 膏薬 common; the target the other way round.
         let bg = [("公約/こうやく", 1), ("膏薬/こうやく", 99), ("の/の", 900)];
         let target = [("公約", 50.0), ("膏薬", 1.0), ("の", 900.0), ("新語", 5.0)];
-        let s = UnigramShift::new(target.iter().map(|(d, f)| (*d, *f)), bg, 1.0);
+        let s = UnigramShift::new(target.iter().map(|(d, f)| (*d, *f)), bg, None, 1.0);
         let get = |s: &UnigramShift, d| s.get(d);
         assert!(get(&s, "公約") > 2.0 && get(&s, "膏薬") < -2.0, "{s:?}");
         assert_eq!(
@@ -206,7 +315,7 @@ mod tests {
             "a display the background lacks is left alone"
         );
         assert_eq!(s.len(), 3);
-        let half = UnigramShift::new(target.iter().map(|(d, f)| (*d, *f)), bg, 0.5);
+        let half = UnigramShift::new(target.iter().map(|(d, f)| (*d, *f)), bg, None, 0.5);
         assert!((get(&half, "公約") - get(&s, "公約") / 2.0).abs() < 1e-5);
         let vocab = ["<unk>", "公約/こうやく", "膏薬/こうやく"].map(String::from);
         let mut bias = [0.0; 3];
@@ -217,7 +326,7 @@ mod tests {
     #[test]
     fn clipped_and_parsed() {
         let bg = [("a", 1), ("b", 1_000_000)];
-        let s = UnigramShift::new([("a", 1.0), ("b", 1e-12)], bg, 1.0);
+        let s = UnigramShift::new([("a", 1.0), ("b", 1e-12)], bg, None, 1.0);
         assert!(s.get("a") <= CLIP && s.get("b") >= -CLIP);
         assert_eq!(parse_centibels("の\t128\nx\t200\n").unwrap()[1].1, 0.01);
         assert!(parse_centibels("の 128").unwrap_err().contains("line 1"));
@@ -228,7 +337,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join(SHIFT_FILE);
         let bg = [("公約/こうやく", 1), ("膏薬/こうやく", 99)];
-        let s = UnigramShift::new([("公約", 50.0), ("膏薬", 1.0)], bg, 0.8);
+        let s = UnigramShift::new([("公約", 50.0), ("膏薬", 1.0)], bg, None, 0.8);
         s.write(&path).unwrap();
         let back = UnigramShift::read(&path).unwrap();
         assert_eq!((back.beta(), back.len()), (0.8, 2));
@@ -245,6 +354,51 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("line 2"));
+    }
+
+    #[test]
+    fn words_the_training_text_lacks_are_moved_against_the_unknown_class() {
+        // Half the background's tokens are read as <unk>; ラズナー only the target knows.
+        let bg = [("の/の", 50), ("猫/ねこ", 50)];
+        let target = [("の", 50.0), ("猫", 50.0), ("ラズナー", 1.0), ("新語", 1.0)];
+        let s = UnigramShift::new(target, bg, Some(0.5), 1.0);
+        // p_target = 1/100 of the shared mass, p_background = 0.5 · p(w | <unk>) on the scale
+        // where the shared displays' counts (+0.5 each) sum to 1: × 100 / 101.
+        let v = (0.01f32).ln() - (0.5f32 * 100.0 / 101.0).ln();
+        assert!((s.get_unseen("ラズナー", -4.0) - (v + 4.0)).abs() < 1e-5);
+        assert_eq!(s.get_unseen("ラズナー", -40.0), CLIP, "clipped");
+        assert_eq!(
+            s.get_unseen("猫", -4.0),
+            0.0,
+            "a background word is not unseen"
+        );
+        let kana = s.unseen_katakana();
+        assert_eq!(
+            kana,
+            [("らずなー".to_string(), "ラズナー")],
+            "katakana only"
+        );
+        assert!(UnigramShift::new(target, bg, None, 1.0)
+            .unseen_katakana()
+            .is_empty());
+
+        let spelling = crate::decode::Spelling::estimate(1, [("猫", 3u64)]);
+        let mut lex = Lexicon::new();
+        add_unseen_katakana(&mut lex, &spelling, &s);
+        let before = lex.lookup("らずなー").next().unwrap().1.extra;
+        assert_eq!(before, spelling.log_prob_word("ラズナー", 0));
+        shift_unknown(&mut lex, 1, &s);
+        assert!(lex.lookup("らずなー").next().unwrap().1.extra > before);
+
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(SHIFT_FILE);
+        s.write(&path).unwrap();
+        let back = UnigramShift::read(&path).unwrap();
+        assert_eq!(
+            back.get_unseen("ラズナー", -4.0),
+            s.get_unseen("ラズナー", -4.0)
+        );
+        assert_eq!(back.get("猫"), s.get("猫"));
     }
 
     #[test]
@@ -271,7 +425,7 @@ mod tests {
             },
         );
         let bg = [("公約", 1), ("膏薬", 99), ("の", 10)];
-        let s = UnigramShift::new([("公約", 50.0), ("膏薬", 1.0), ("の", 1.0)], bg, 1.0);
+        let s = UnigramShift::new([("公約", 50.0), ("膏薬", 1.0), ("の", 1.0)], bg, None, 1.0);
         shift_unknown(&mut lex, 1, &s);
         let words: Vec<_> = lex.lookup("こうやく").map(|(_, w)| w.extra.exp()).collect();
         assert!(words[0] > words[1], "公約 now above 膏薬: {words:?}");

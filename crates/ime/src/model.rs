@@ -17,7 +17,7 @@ use fastsoftmax_infer::files::{sha256_hex, write_atomic};
 use fastsoftmax_infer::model::artifact::{LmWeights, WEIGHTS_FILE};
 use fastsoftmax_infer::{Error, LanguageModel, Result};
 
-use crate::adapt::{shift_unknown, UnigramShift, SHIFT_FILE};
+use crate::adapt::{add_unseen_katakana, shift_unknown, UnigramShift, SHIFT_FILE};
 use crate::decode::Spelling;
 use crate::lattice::{split_word, Lexicon};
 
@@ -79,8 +79,9 @@ impl ImeModel {
         })
     }
 
-    /// As [`ImeModel::new`], with the model moved by `shift` when given: its output bias, and
-    /// the scores of the lexicon's words outside the vocabulary.
+    /// As [`ImeModel::new`], with the model moved by `shift` when given: its output bias, the
+    /// target's katakana words added to the lexicon, and the scores of the lexicon's words
+    /// outside the vocabulary.
     pub fn adapted(
         mut weights: LmWeights,
         extra: &[Entry],
@@ -91,6 +92,7 @@ impl ImeModel {
         }
         let mut model = Self::new(LanguageModel::from_weights(weights)?, extra)?;
         if let Some(s) = &shift {
+            add_unseen_katakana(&mut model.lexicon, &model.spelling, s);
             shift_unknown(&mut model.lexicon, model.spelling.unk, s);
         }
         model.shift = shift;

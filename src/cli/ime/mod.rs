@@ -432,7 +432,12 @@ fn extra_entries(
 
 /// The unigram adaptation toward the frequencies of `target` (`word<TAB>centibels`) from
 /// those of DATA/words.tsv.
-fn unigram_shift(data: &Path, target: &Path, beta: f32) -> anyhow::Result<UnigramShift> {
+fn unigram_shift(
+    data: &Path,
+    target: &Path,
+    beta: f32,
+    in_vocab: &dyn Fn(&str) -> bool,
+) -> anyhow::Result<UnigramShift> {
     if !beta.is_finite() {
         bail!("--adapt-beta {beta}: give a finite exponent (1 moves fully toward --adapt's frequencies, 0 not at all)");
     }
@@ -445,9 +450,19 @@ fn unigram_shift(data: &Path, target: &Path, beta: f32) -> anyhow::Result<Unigra
     let freq = fastsoftmax_ime::adapt::parse_centibels(&text)
         .map_err(|e| anyhow::anyhow!("{}: {e}", target.display()))?;
     let counts = read_counts(data)?;
+    // The share of training tokens the LM reads as <unk>: the background of unseen words.
+    let (mut unk, mut all) = (0u64, 0u64);
+    for (w, c) in &counts {
+        all += c;
+        if !in_vocab(w) {
+            unk += c;
+        }
+    }
+    let unknown_share = Some(unk as f64 / all.max(1) as f64);
     let shift = UnigramShift::new(
         freq.iter().map(|(w, f)| (w.as_str(), *f)),
         counts.iter().map(|(w, c)| (w.as_str(), *c)),
+        unknown_share,
         beta,
     );
     if shift.is_empty() {
@@ -510,7 +525,9 @@ fn build(m: &ModelArgs) -> anyhow::Result<Built> {
         };
         let shift = match &m.adapt {
             _ if m.no_adapt => None,
-            Some(path) => Some(unigram_shift(&m.data, path, m.adapt_beta)?),
+            Some(path) => Some(unigram_shift(&m.data, path, m.adapt_beta, &|w| {
+                weights.vocab.get(w).is_some()
+            })?),
             None => fastsoftmax_ime::model::read_shift(dir)
                 .with_context(|| format!("loading the converter in {}", dir.display()))?,
         };
@@ -853,16 +870,23 @@ fn latency(
     })
 }
 
-/// `ime pack`: the model (int8 rows unless `f32`), its lexicon, and its provenance files.
+/// `ime pack`: the model (int8 rows unless `f32`), its lexicon, its unigram shift toward
+/// `adapt`'s frequencies (with β) when given, and its provenance files.
 fn pack(
     model: &Path,
     data: &Path,
     out: &Path,
     f32: bool,
-    shift: Option<UnigramShift>,
+    adapt: Option<(PathBuf, f32)>,
 ) -> anyhow::Result<()> {
     let weights = fastsoftmax_infer::model::artifact::LmWeights::load(model)
         .with_context(|| format!("loading the language model in {}", model.display()))?;
+    let shift = match adapt {
+        Some((path, beta)) => Some(unigram_shift(data, &path, beta, &|w| {
+            weights.vocab.get(w).is_some()
+        })?),
+        None => None,
+    };
     let counts = read_counts(data)?;
     let extra = extra_entries(data, &counts, |w| weights.vocab.get(w).is_some())?;
     if f32 {
@@ -928,13 +952,7 @@ pub fn run(a: ImeArgs) -> anyhow::Result<()> {
             f32,
             adapt,
             adapt_beta,
-        } => {
-            let shift = match adapt {
-                Some(path) => Some(unigram_shift(&data, &path, adapt_beta)?),
-                None => None,
-            };
-            pack(&model, &data, &out, f32, shift)
-        }
+        } => pack(&model, &data, &out, f32, adapt.map(|a| (a, adapt_beta))),
         Action::PlotLatency { input, out, title } => plot_latency(&input, &out, &title),
         Action::FitTail {
             model,
