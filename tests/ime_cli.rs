@@ -243,6 +243,23 @@ fn packs_a_trained_lstm_into_a_converter_folder() {
     };
     assert_eq!(beta(&[]), 3.0);
     assert!(beta(&["--no-adapt"]).is_null());
+    // A tail estimate fitted on the adapted layer does not fit the LSTM as trained: named.
+    let fit = [
+        "ime",
+        "fit-tail",
+        "--model",
+        a,
+        "--text",
+        t,
+        "--samples",
+        "3",
+    ];
+    assert!(cli(&fit).0);
+    let tail = ["--softmax", "ivs", "--samples", "3", "--tail"];
+    assert_eq!(beta(&tail), 3.0);
+    let no_adapt = ["ime", "eval", "--data", data, "--model", a, "--no-adapt"];
+    let (ok, _, err) = cli(&[&no_adapt[..], &tail].concat());
+    assert!(!ok && err.contains("drop --no-adapt"), "{err}");
     assert_eq!(beta(&["--adapt", f, "--adapt-beta", "0.5"]), 0.5);
     // Frequencies that are not a word list, or share no word with the training text.
     let (ok, _, err) = cli(&[&args[..], &["--adapt-beta", "NaN"]].concat());

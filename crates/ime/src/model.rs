@@ -8,7 +8,8 @@
 //! The vocabulary's own `display/reading` words join the lexicon from the manifest.
 //!
 //! `unigram-shift.tsv.gz` (optional, [`crate::adapt`]): the unigram adaptation the converter
-//! applies at load time, to the output bias and to the lexicon's words outside the vocabulary.
+//! applies at load time, to the output bias and to the lexicon's words outside the vocabulary,
+//! whose katakana words it also extends.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;

@@ -578,7 +578,17 @@ fn build(m: &ModelArgs) -> anyhow::Result<Built> {
         } else {
             let (sample, repair) = m.selection();
             let tail = if m.tail {
-                Some(TailEstimate::load(&m.model, m.samples, &model.lm)?)
+                let shipped_shift = m.model.join(fastsoftmax_ime::adapt::SHIFT_FILE).exists();
+                let tail = TailEstimate::load(&m.model, m.samples, &model.lm);
+                Some(match tail {
+                    Err(e) if (m.no_adapt || m.adapt.is_some()) && shipped_shift => {
+                        return Err(anyhow::Error::new(e).context(
+                            "the tail estimate fits the converter with its own unigram \
+                             adaptation: drop --no-adapt/--adapt to use it",
+                        ))
+                    }
+                    t => t?,
+                })
             } else {
                 None
             };
