@@ -163,17 +163,20 @@ fn packs_a_trained_lstm_into_a_converter_folder() {
         let r: serde_json::Value = serde_json::from_str(&out).unwrap();
         (r["top1"].as_f64().unwrap(), r["top10"].as_f64().unwrap(), r)
     };
-    let (ok, out, err) = cli(&[
-        "ime",
-        "fit-tail",
-        "--model",
-        p,
-        "--text",
-        t,
-        "--samples",
-        "3",
-    ]);
-    assert!(ok && out.contains("tail-3.json"), "{out}{err}");
+    let fit_tail = |model: &str| {
+        let (ok, out, err) = cli(&[
+            "ime",
+            "fit-tail",
+            "--model",
+            model,
+            "--text",
+            t,
+            "--samples",
+            "3",
+        ]);
+        assert!(ok && out.contains("tail-3.json"), "{out}{err}");
+    };
+    fit_tail(p);
     let full = eval(&["--softmax", "full"]);
     let all = eval(&["--softmax", "ivs", "--samples", "1000"]);
     assert_eq!((full.0, full.1), (all.0, all.1));
@@ -244,17 +247,7 @@ fn packs_a_trained_lstm_into_a_converter_folder() {
     assert_eq!(beta(&[]), 3.0);
     assert!(beta(&["--no-adapt"]).is_null());
     // A tail estimate fitted on the adapted layer does not fit the LSTM as trained: named.
-    let fit = [
-        "ime",
-        "fit-tail",
-        "--model",
-        a,
-        "--text",
-        t,
-        "--samples",
-        "3",
-    ];
-    assert!(cli(&fit).0);
+    fit_tail(a);
     let tail = ["--softmax", "ivs", "--samples", "3", "--tail"];
     assert_eq!(beta(&tail), 3.0);
     let no_adapt = ["ime", "eval", "--data", data, "--model", a, "--no-adapt"];
