@@ -155,12 +155,15 @@ fn packs_a_trained_lstm_into_a_converter_folder() {
 
     // Vocabulary selection: the tail estimate is fitted into the folder, then every softmax
     // converts the evaluation set; the selection with every word matches the full softmax.
-    let eval = |extra: &[&str]| {
-        let mut args = vec!["ime", "eval", "--data", data, "--model", p, "--json"];
+    let report = |model: &str, extra: &[&str]| -> serde_json::Value {
+        let mut args = vec!["ime", "eval", "--data", data, "--model", model, "--json"];
         args.extend_from_slice(extra);
         let (ok, out, err) = cli(&args);
         assert!(ok, "{extra:?}: {err}");
-        let r: serde_json::Value = serde_json::from_str(&out).unwrap();
+        serde_json::from_str(&out).unwrap()
+    };
+    let eval = |extra: &[&str]| {
+        let r = report(p, extra);
         (r["top1"].as_f64().unwrap(), r["top10"].as_f64().unwrap(), r)
     };
     let fit_tail = |model: &str| {
@@ -236,14 +239,7 @@ fn packs_a_trained_lstm_into_a_converter_folder() {
     };
     assert!(first(a).contains("転機"), "{}", first(a));
     assert!(first(p).contains("天気"), "{}", first(p));
-    let beta = |extra: &[&str]| {
-        let mut args = vec!["ime", "eval", "--data", data, "--model", a, "--json"];
-        args.extend_from_slice(extra);
-        let (ok, out, err) = cli(&args);
-        assert!(ok, "{extra:?}: {err}");
-        let r: serde_json::Value = serde_json::from_str(&out).unwrap();
-        r["adapt_beta"].clone()
-    };
+    let beta = |extra: &[&str]| report(a, extra)["adapt_beta"].clone();
     assert_eq!(beta(&[]), 3.0);
     assert!(beta(&["--no-adapt"]).is_null());
     // A tail estimate fitted on the adapted layer does not fit the LSTM as trained: named.

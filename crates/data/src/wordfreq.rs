@@ -141,21 +141,22 @@ impl MsgPack<'_> {
 
     /// The length of an array (fixarray, array 16, array 32).
     fn array(&mut self) -> Result<usize, String> {
-        match self.byte()? {
-            b @ 0x90..=0x9f => Ok((b & 0x0f) as usize),
-            0xdc => self.uint(2),
-            0xdd => self.uint(4),
-            b => Err(format!("byte {}: 0x{b:02x} is not an array", self.at - 1)),
-        }
+        self.container(0x90, 0xdc, "an array")
     }
 
     /// The number of pairs of a map (fixmap, map 16, map 32).
     fn map(&mut self) -> Result<usize, String> {
+        self.container(0x80, 0xde, "a map")
+    }
+
+    /// A container's size: `fixed | n` for n < 16, else the tag `wide` (16-bit size) or
+    /// `wide + 1` (32-bit).
+    fn container(&mut self, fixed: u8, wide: u8, what: &str) -> Result<usize, String> {
         match self.byte()? {
-            b @ 0x80..=0x8f => Ok((b & 0x0f) as usize),
-            0xde => self.uint(2),
-            0xdf => self.uint(4),
-            b => Err(format!("byte {}: 0x{b:02x} is not a map", self.at - 1)),
+            b if b & 0xf0 == fixed => Ok((b & 0x0f) as usize),
+            b if b == wide => self.uint(2),
+            b if b == wide + 1 => self.uint(4),
+            b => Err(format!("byte {}: 0x{b:02x} is not {what}", self.at - 1)),
         }
     }
 

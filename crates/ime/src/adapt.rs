@@ -16,13 +16,12 @@
 //! `ln α` is clipped to `±CLIP` so that one count cannot dominate a context.
 
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 
-use fastsoftmax_infer::files::write_atomic;
 use fastsoftmax_infer::{Error, Result};
 
 use crate::lattice::{split_word, Lexicon};
+use crate::model::{write_gz_text, GzText};
 
 /// The converter folder's shift file (gzip, UTF-8): a first line `#beta<TAB>β`, then
 /// `display<TAB>β ln α` (nats), one display a line, then a line `#unseen` and
@@ -161,33 +160,22 @@ impl UnigramShift {
                 text.push_str(&format!("{d}\t{v}\n"));
             }
         }
-        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
-        gz.write_all(text.as_bytes())
-            .and_then(|_| gz.finish())
-            .map_err(|e| Error::io(path, e))
-            .and_then(|bytes| write_atomic(path, &bytes))
+        write_gz_text(path, &text)
     }
 
     /// Reads what [`UnigramShift::write`] wrote.
     pub fn read(path: &Path) -> Result<Self> {
         let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
-        let bad = |m: String| Error::format(path, format!("{m}; re-run `ime pack --adapt`"));
-        let mut lines = BufReader::new(flate2::read::GzDecoder::new(file)).lines();
-        let header = lines
-            .next()
-            .transpose()
-            .map_err(|e| bad(format!("not a gzip text file ({e})")))?
-            .unwrap_or_default();
-        let beta = header
-            .strip_prefix(HEADER)
-            .and_then(|h| h.strip_prefix('\t'))
-            .and_then(|b| b.parse::<f32>().ok())
+        let file = GzText::read(path, file, HEADER, "β", "re-run `ime pack --adapt`")?;
+        let beta = file
+            .value
+            .parse::<f32>()
+            .ok()
             .filter(|b| b.is_finite())
-            .ok_or_else(|| bad(format!("the first line is not `{HEADER}<TAB>β`")))?;
+            .ok_or_else(|| file.error(format!("the first line is not `{HEADER}<TAB>β`")))?;
         let (mut display, mut unseen) = (HashMap::new(), HashMap::new());
         let mut in_unseen = false;
-        for (n, line) in lines.enumerate() {
-            let line = line.map_err(|e| bad(format!("line {}: {e}", n + 2)))?;
+        for (n, line) in file.lines() {
             if line == UNSEEN && !in_unseen {
                 in_unseen = true;
                 continue;
@@ -202,10 +190,9 @@ impl UnigramShift {
                 .and_then(|(d, v)| Some((d, v.parse::<f32>().ok()?)))
                 .filter(|(d, v)| !d.is_empty() && v.is_finite() && v.abs() <= bound);
             let Some((d, v)) = parsed else {
-                return Err(bad(format!(
-                    "line {}: not `display<TAB>value` (a shift within ±{CLIP}·β before \
-                     `{UNSEEN}`): {line:?}",
-                    n + 2
+                return Err(file.error(format!(
+                    "line {n}: not `display<TAB>value` (a shift within ±{CLIP}·β before \
+                     `{UNSEEN}`): {line:?}"
                 )));
             };
             let map = if in_unseen { &mut unseen } else { &mut display };
@@ -265,9 +252,9 @@ pub fn add_unseen_katakana(
 pub fn shift_unknown(lexicon: &mut Lexicon, unk: u32, shift: &UnigramShift) {
     let mut z = 1.0f64;
     for w in lexicon.words_mut().filter(|w| w.lm_id == unk) {
-        let s = match shift.display.contains_key(&w.display) {
-            true => shift.get(&w.display),
-            false => shift.get_unseen(&w.display, w.extra),
+        let s = match shift.display.get(&w.display) {
+            Some(&s) => s,
+            None => shift.get_unseen(&w.display, w.extra),
         };
         z += (w.extra as f64).exp() * ((s as f64).exp() - 1.0);
         w.extra += s;
@@ -300,6 +287,7 @@ pub fn parse_centibels(text: &str) -> Result<Vec<(String, f64)>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::Write;
 
     #[test]
     fn shifts_follow_the_ratio_of_the_two_distributions() {

@@ -11,7 +11,7 @@
 //! applies at load time, to the output bias and to the lexicon's words outside the vocabulary,
 //! whose katakana words it also extends.
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{Read, Write};
 use std::path::Path;
 
 use fastsoftmax_infer::files::{sha256_hex, write_atomic};
@@ -135,8 +135,6 @@ fn weights_digest(dir: &Path) -> Result<String> {
 
 /// Writes `dir/lexicon.tsv.gz` for the model already in `dir` (atomically).
 pub fn write_lexicon(dir: &Path, extra: &[Entry]) -> Result<()> {
-    let path = dir.join(LEXICON_FILE);
-    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
     let mut text = format!("{HEADER}\t{}\n", weights_digest(dir)?);
     for (reading, display, count) in extra {
         if [reading, display]
@@ -150,10 +148,7 @@ pub fn write_lexicon(dir: &Path, extra: &[Entry]) -> Result<()> {
         }
         text.push_str(&format!("{reading}\t{display}\t{count}\n"));
     }
-    gz.write_all(text.as_bytes())
-        .and_then(|_| gz.finish())
-        .map_err(|e| Error::io(&path, e))
-        .and_then(|bytes| write_atomic(&path, &bytes))
+    write_gz_text(&dir.join(LEXICON_FILE), &text)
 }
 
 /// Reads `dir/lexicon.tsv.gz`, refusing one built for other weights.
@@ -168,31 +163,16 @@ pub fn read_lexicon(dir: &Path) -> Result<Vec<Entry>> {
             ),
         )
     })?;
-    let bad = |m: String| Error::format(&path, m);
-    let mut lines = BufReader::new(flate2::read::GzDecoder::new(file)).lines();
-    let header = lines
-        .next()
-        .transpose()
-        .map_err(|e| bad(format!("not a gzip text file ({e}); re-run `ime pack`")))?
-        .unwrap_or_default();
-    let digest = header
-        .strip_prefix(HEADER)
-        .and_then(|h| h.strip_prefix('\t'))
-        .ok_or_else(|| {
-            bad(format!(
-                "the first line is not `{HEADER}<TAB>HEX`; re-run `ime pack`"
-            ))
-        })?;
-    if digest != weights_digest(dir)? {
-        return Err(bad(format!(
+    let file = GzText::read(&path, file, HEADER, "HEX", "re-run `ime pack`")?;
+    if file.value != weights_digest(dir)? {
+        return Err(file.error(format!(
             "built for another language model than {} (its weights' SHA-256 differs); \
              re-run `ime pack` with this model",
             dir.join(WEIGHTS_FILE).display()
         )));
     }
     let mut out = Vec::new();
-    for (n, line) in lines.enumerate() {
-        let line = line.map_err(|e| bad(format!("line {}: {e}", n + 2)))?;
+    for (n, line) in file.lines() {
         let mut f = line.split('\t');
         let entry = match (
             f.next(),
@@ -204,13 +184,72 @@ pub fn read_lexicon(dir: &Path) -> Result<Vec<Entry>> {
                 (r.to_string(), d.to_string(), c)
             }
             _ => {
-                return Err(bad(format!(
-                    "line {}: not `reading<TAB>display<TAB>count`: {line:?}",
-                    n + 2
+                return Err(file.error(format!(
+                    "line {n}: not `reading<TAB>display<TAB>count`: {line:?}"
                 )))
             }
         };
         out.push(entry);
     }
     Ok(out)
+}
+
+/// Writes `text` gzip'd to `path`, atomically: the converter folder's text files.
+pub(crate) fn write_gz_text(path: &Path, text: &str) -> Result<()> {
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+    gz.write_all(text.as_bytes())
+        .and_then(|_| gz.finish())
+        .map_err(|e| Error::io(path, e))
+        .and_then(|bytes| write_atomic(path, &bytes))
+}
+
+/// A converter folder's gzip text file as [`write_gz_text`] wrote it: a first line
+/// `KEY<TAB>value`, then the body.
+pub(crate) struct GzText<'a> {
+    path: &'a Path,
+    /// How to make the file again, ending every error.
+    fix: &'a str,
+    pub(crate) value: String,
+    body: String,
+}
+
+impl<'a> GzText<'a> {
+    /// Reads `file` (opened from `path`); `value_name` names the value in the error for a
+    /// wrong first line.
+    pub(crate) fn read(
+        path: &'a Path,
+        file: std::fs::File,
+        key: &str,
+        value_name: &str,
+        fix: &'a str,
+    ) -> Result<Self> {
+        let mut text = GzText {
+            path,
+            fix,
+            value: String::new(),
+            body: String::new(),
+        };
+        let mut all = String::new();
+        flate2::read::GzDecoder::new(file)
+            .read_to_string(&mut all)
+            .map_err(|e| text.error(format!("not a gzip text file ({e})")))?;
+        let (first, body) = all.split_once('\n').unwrap_or((&all, ""));
+        text.value = first
+            .strip_prefix(key)
+            .and_then(|h| h.strip_prefix('\t'))
+            .ok_or_else(|| text.error(format!("the first line is not `{key}<TAB>{value_name}`")))?
+            .to_string();
+        text.body = body.to_string();
+        Ok(text)
+    }
+
+    /// An error about the file, with its fix.
+    pub(crate) fn error(&self, message: impl std::fmt::Display) -> Error {
+        Error::format(self.path, format!("{message}; {}", self.fix))
+    }
+
+    /// The lines after the first, with their line numbers (from 2).
+    pub(crate) fn lines(&self) -> impl Iterator<Item = (usize, &str)> {
+        self.body.lines().enumerate().map(|(n, l)| (n + 2, l))
+    }
 }

@@ -431,9 +431,9 @@ fn extra_entries(
 }
 
 /// The unigram adaptation toward the frequencies of `target` (`word<TAB>centibels`) from
-/// those of DATA/words.tsv.
+/// the training words' `counts` (DATA/words.tsv).
 fn unigram_shift(
-    data: &Path,
+    counts: &[(String, u64)],
     target: &Path,
     beta: f32,
     in_vocab: &dyn Fn(&str) -> bool,
@@ -449,10 +449,9 @@ fn unigram_shift(
     })?;
     let freq = fastsoftmax_ime::adapt::parse_centibels(&text)
         .map_err(|e| anyhow::anyhow!("{}: {e}", target.display()))?;
-    let counts = read_counts(data)?;
     // The share of training tokens the LM reads as <unk>: the background of unseen words.
     let (mut unk, mut all) = (0u64, 0u64);
-    for (w, c) in &counts {
+    for (w, c) in counts {
         all += c;
         if !in_vocab(w) {
             unk += c;
@@ -467,9 +466,9 @@ fn unigram_shift(
     );
     if shift.is_empty() {
         bail!(
-            "{}: no word in common with {}: not a Japanese word list",
-            target.display(),
-            data.join("words.tsv").display()
+            "{}: no word in common with the training words (DATA/words.tsv): not a Japanese \
+             word list",
+            target.display()
         );
     }
     eprintln!(
@@ -515,19 +514,21 @@ fn build(m: &ModelArgs) -> anyhow::Result<Built> {
         let weights = fastsoftmax_infer::model::artifact::LmWeights::load(dir)
             .with_context(|| format!("loading the language model in {}", dir.display()))?;
         let packed = dir.join(LEXICON_FILE).exists();
+        let in_vocab = |w: &str| weights.vocab.get(w).is_some();
+        // DATA/words.tsv, read once for whichever of the lexicon and --adapt needs it.
+        let counts = match !packed || m.adapt.is_some() {
+            true => read_counts(&m.data)?,
+            false => Vec::new(),
+        };
         let extra = if packed {
             fastsoftmax_ime::model::read_lexicon(dir)
                 .with_context(|| format!("loading the converter in {}", dir.display()))?
         } else {
-            extra_entries(&m.data, &read_counts(&m.data)?, |w| {
-                weights.vocab.get(w).is_some()
-            })?
+            extra_entries(&m.data, &counts, in_vocab)?
         };
         let shift = match &m.adapt {
             _ if m.no_adapt => None,
-            Some(path) => Some(unigram_shift(&m.data, path, m.adapt_beta, &|w| {
-                weights.vocab.get(w).is_some()
-            })?),
+            Some(path) => Some(unigram_shift(&counts, path, m.adapt_beta, &in_vocab)?),
             None => fastsoftmax_ime::model::read_shift(dir)
                 .with_context(|| format!("loading the converter in {}", dir.display()))?,
         };
@@ -891,14 +892,13 @@ fn pack(
 ) -> anyhow::Result<()> {
     let weights = fastsoftmax_infer::model::artifact::LmWeights::load(model)
         .with_context(|| format!("loading the language model in {}", model.display()))?;
+    let in_vocab = |w: &str| weights.vocab.get(w).is_some();
+    let counts = read_counts(data)?;
     let shift = match adapt {
-        Some((path, beta)) => Some(unigram_shift(data, &path, beta, &|w| {
-            weights.vocab.get(w).is_some()
-        })?),
+        Some((path, beta)) => Some(unigram_shift(&counts, &path, beta, &in_vocab)?),
         None => None,
     };
-    let counts = read_counts(data)?;
-    let extra = extra_entries(data, &counts, |w| weights.vocab.get(w).is_some())?;
+    let extra = extra_entries(data, &counts, in_vocab)?;
     if f32 {
         weights.save(out)?;
     } else {
