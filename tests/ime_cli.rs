@@ -87,6 +87,29 @@ fn interpolates_an_in_domain_model() {
     assert!(out.lines().nth(1).unwrap().contains("京に行く"), "{out}");
 }
 
+/// The unigram adaptation of an n-gram model: with frequencies where 転機 is common and 天気
+/// rare (the reverse of the training text), てんき converts to 転機; the report records β.
+#[test]
+fn adapts_the_ngram_model_to_word_frequencies() {
+    let dir = tempfile::tempdir().unwrap();
+    write_fixture(dir.path());
+    let data = dir.path().to_str().unwrap();
+    let freq = dir.path().join("wordfreq.tsv");
+    std::fs::write(&freq, "は\t150\n転機\t300\n今日\t350\n天気\t700\n").unwrap();
+    let adapt = ["--adapt", freq.to_str().unwrap(), "--adapt-beta", "2"];
+    let first = |extra: &[&str]| {
+        let (ok, out, err) = ime("convert", data, &[extra, &["てんき"]].concat());
+        assert!(ok, "{err}");
+        out.lines().nth(1).unwrap_or_default().to_string()
+    };
+    assert!(first(&[]).contains("天気"), "{}", first(&[]));
+    assert!(first(&adapt).contains("転機"), "{}", first(&adapt));
+    let (ok, out, err) = ime("eval", data, &[&adapt[..], &["--json"]].concat());
+    assert!(ok, "{err}");
+    let report: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(report["adapt_beta"], 2.0);
+}
+
 /// `ime pack` makes a converter folder that converts without DATA; the packed lexicon refuses
 /// to sit beside another model.
 #[test]
@@ -250,6 +273,31 @@ fn packs_a_trained_lstm_into_a_converter_folder() {
     let (ok, _, err) = cli(&[&no_adapt[..], &tail].concat());
     assert!(!ok && err.contains("drop --no-adapt"), "{err}");
     assert_eq!(beta(&["--adapt", f, "--adapt-beta", "0.5"]), 0.5);
+    // Mixed with the trigram model, the n-gram model of the training text moves too.
+    std::fs::write(dir.path().join("valid.txt"), TRAIN[4]).unwrap();
+    let kn3 = [
+        "ime",
+        "convert",
+        "--data",
+        data,
+        "--min-count",
+        "1",
+        "--lm",
+        "lstm",
+    ];
+    let with_kn3 = [&kn3[..], &["--model", a, "--with-kn3", "てんき"]].concat();
+    let (ok, out, err) = cli(&with_kn3);
+    assert!(ok, "{err}");
+    assert!(
+        err.contains("model of the training text moved by the unigram adaptation (β 3)"),
+        "{err}"
+    );
+    assert!(
+        out.lines().nth(1).unwrap_or_default().contains("転機"),
+        "{out}"
+    );
+    let (ok, _, err) = cli(&[&with_kn3[..], &["--no-adapt"]].concat());
+    assert!(ok && !err.contains("model moved by"), "{err}");
     // Frequencies that are not a word list, or share no word with the training text.
     let (ok, _, err) = cli(&[&args[..], &["--adapt-beta", "NaN"]].concat());
     assert!(!ok && err.contains("--adapt-beta"), "{err}");
@@ -295,7 +343,10 @@ fn bad_input_gets_clear_errors() {
     let (ok, _, err) = ime("eval", data, &args);
     assert!(!ok && err.contains("--with-kn3"), "{err}");
     let (ok, _, err) = ime("eval", data, &["--adapt", "x.tsv"]);
-    assert!(!ok && err.contains("--lm lstm"), "{err}");
+    assert!(
+        !ok && err.contains("x.tsv") && err.contains("data fetch ja"),
+        "{err}"
+    );
     let args = ["--lm", "lstm", "--adapt", "x.tsv", "--no-adapt"];
     let (ok, _, err) = ime("eval", data, &args);
     assert!(!ok && err.contains("--no-adapt"), "{err}");

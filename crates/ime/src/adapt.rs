@@ -205,13 +205,19 @@ impl UnigramShift {
         })
     }
 
+    /// `β ln α` of each `display/reading` word of `vocab` (0 for others, such as `<unk>`).
+    pub fn ln_alpha(&self, vocab: &[String]) -> Vec<f32> {
+        vocab
+            .iter()
+            .map(|w| split_word(w).map_or(0.0, |(display, _)| self.get(display)))
+            .collect()
+    }
+
     /// Adds each `display/reading` word's shift to its output bias (`bias[id]` for
     /// `vocab[id]`; other words are left alone).
     pub fn shift_bias(&self, vocab: &[String], bias: &mut [f32]) {
-        for (w, b) in vocab.iter().zip(bias) {
-            if let Some((display, _)) = split_word(w) {
-                *b += self.get(display);
-            }
+        for (b, s) in bias.iter_mut().zip(self.ln_alpha(vocab)) {
+            *b += s;
         }
     }
 }

@@ -12,6 +12,11 @@
 //!   never seen at an order passes straight to the next lower one.
 //!
 //! Sentences are scored from a start symbol (only ever a history) to an end symbol (predicted).
+//!
+//! [`KneserNey::adapt`] moves a model toward other unigram frequencies (see [`crate::adapt`]):
+//! `p'(w | h) = p(w | h) α(w) / Z(h)`. The normaliser follows the same recursion as `p`,
+//! `Z(h) = Σ_{w seen after h} ((a(hw) − D) / a(h·)) α(w) + γ(h) Z(h')`, so it costs one more
+//! lookup per order, not a sum over the vocabulary.
 
 use std::collections::{HashMap, HashSet};
 
@@ -37,6 +42,8 @@ struct Order {
     ngrams: HashMap<u64, f32>,
     /// history → `γ(h)`.
     histories: HashMap<u64, f32>,
+    /// With [`KneserNey::adapt`]: history → `Σ_{w seen after h} ((a(hw) − D) / a(h·)) α(w)`.
+    adapted_mass: HashMap<u64, f64>,
 }
 
 /// An interpolated modified Kneser–Ney model over word ids `0..vocab_size`.
@@ -46,6 +53,10 @@ pub struct KneserNey {
     start: u32,
     /// `orders[n - 1]` holds the n-grams.
     orders: Vec<Order>,
+    /// `α(w)` of [`KneserNey::adapt`], one per word; empty when not adapted.
+    alpha: Vec<f64>,
+    /// The mean of `alpha`: the uniform distribution's share of `Z`.
+    mean_alpha: f64,
 }
 
 /// The discounts of one order from its count-of-counts `t[k] = #n-grams with count k + 1`.
@@ -156,6 +167,7 @@ impl KneserNey {
                         .iter()
                         .map(|(&h, &(total, mass))| (h, (mass / total) as f32))
                         .collect(),
+                    adapted_mass: HashMap::new(),
                 }
             })
             .collect();
@@ -163,7 +175,38 @@ impl KneserNey {
             vocab_size,
             start,
             orders,
+            alpha: Vec::new(),
+            mean_alpha: 1.0,
         })
+    }
+
+    /// Unigram adaptation: `p'(w | h) = p(w | h) α(w) / Z(h)` with `ln α(w) = ln_alpha[w]`
+    /// (one per word, finite), every history's distribution renormalised exactly.
+    pub fn adapt(&mut self, ln_alpha: &[f32]) -> Result<()> {
+        if ln_alpha.len() != self.vocab_size {
+            return Err(Error::Invalid(format!(
+                "unigram adaptation: {} shifts for a vocabulary of {} words",
+                ln_alpha.len(),
+                self.vocab_size
+            )));
+        }
+        if let Some(w) = ln_alpha.iter().position(|x| !x.is_finite()) {
+            return Err(Error::Invalid(format!(
+                "unigram adaptation: the shift of word {w} is not a finite number"
+            )));
+        }
+        self.alpha = ln_alpha.iter().map(|&x| (x as f64).exp()).collect();
+        self.mean_alpha = self.alpha.iter().sum::<f64>() / self.vocab_size as f64;
+        let mask = (1u64 << ID_BITS) - 1;
+        for order in &mut self.orders {
+            let mut mass: HashMap<u64, f64> = HashMap::new();
+            for (&g, &p) in &order.ngrams {
+                *mass.entry(g >> ID_BITS).or_default() +=
+                    p as f64 * self.alpha[(g & mask) as usize];
+            }
+            order.adapted_mass = mass;
+        }
+        Ok(())
     }
 
     pub fn order(&self) -> usize {
@@ -191,8 +234,18 @@ impl KneserNey {
         let h = &history[history.len().saturating_sub(n - 1)..];
         // Unigram level: interpolated with the uniform distribution.
         let uni = &self.orders[0];
-        let mut p = uni.histories.get(&key(&[])).copied().unwrap_or(1.0) / self.vocab_size as f32
-            + uni.ngrams.get(&key(&[w])).copied().unwrap_or(0.0);
+        let uniform = uni.histories.get(&key(&[])).copied().unwrap_or(1.0);
+        let mut p =
+            uniform / self.vocab_size as f32 + uni.ngrams.get(&key(&[w])).copied().unwrap_or(0.0);
+        // Z(h) of the adaptation, along the same path (the uniform part: γ() Σ α / V).
+        let adapted = !self.alpha.is_empty();
+        let mut z = match adapted {
+            true => {
+                let seen = uni.adapted_mass.get(&key(&[])).copied().unwrap_or(0.0);
+                seen + uniform as f64 * self.mean_alpha
+            }
+            false => 1.0,
+        };
         // Longer histories, shortest first.
         let mut gram = Vec::with_capacity(n);
         for len in 1..=h.len() {
@@ -205,8 +258,15 @@ impl KneserNey {
             gram.extend_from_slice(hist);
             gram.push(w);
             p = level.ngrams.get(&key(&gram)).copied().unwrap_or(0.0) + gamma * p;
+            if adapted {
+                let seen = level.adapted_mass.get(&key(hist)).copied().unwrap_or(0.0);
+                z = seen + gamma as f64 * z;
+            }
         }
-        p
+        match adapted {
+            true => (p as f64 * self.alpha[w as usize] / z) as f32,
+            false => p,
+        }
     }
 
     /// `ln p(w | history)`.
@@ -370,6 +430,31 @@ mod tests {
         // An unseen history backs off to the unigrams entirely.
         let lm3 = KneserNey::estimate(&corpus(), 3, 4, S, S).unwrap();
         close(lm3.prob(&[3, 3], 1), lm3.prob(&[3], 1) as f64);
+    }
+
+    /// The adapted model is `p · α` renormalised per history: every distribution still sums to
+    /// one, and the ratio of two words' probabilities moves by the ratio of their `α`.
+    #[test]
+    fn unigram_adaptation_renormalises_every_history() {
+        let ln_alpha = [0.0, 1.5, -0.7, 0.3];
+        for order in 1..=3 {
+            let plain = KneserNey::estimate(&corpus(), order, 4, S, S).unwrap();
+            let mut lm = plain.clone();
+            lm.adapt(&ln_alpha).unwrap();
+            for h in [vec![], vec![S], vec![1], vec![S, 1], vec![1, 2], vec![3, 3]] {
+                let total: f32 = (0..4).map(|w| lm.prob(&h, w)).sum();
+                assert!((total - 1.0).abs() < 1e-5, "order {order} {h:?}: {total}");
+                let moved = (lm.prob(&h, 1) / lm.prob(&h, 2)).ln();
+                let before = (plain.prob(&h, 1) / plain.prob(&h, 2)).ln();
+                assert!(
+                    (moved - before - 2.2).abs() < 1e-4,
+                    "{h:?}: {moved} {before}"
+                );
+            }
+        }
+        let mut lm = KneserNey::estimate(&corpus(), 2, 4, S, S).unwrap();
+        assert!(lm.adapt(&[0.0; 3]).is_err(), "one shift per word");
+        assert!(lm.adapt(&[0.0, f32::NAN, 0.0, 0.0]).is_err());
     }
 
     #[test]

@@ -218,10 +218,11 @@ struct ModelArgs {
     /// the words outside the sample (MODEL/tail-N.json, from `ime fit-tail`).
     #[arg(long)]
     tail: bool,
-    /// Unigram adaptation of the LSTM toward the word frequencies of FILE
-    /// (`word<TAB>centibels`, e.g. DATA/wordfreq.tsv), instead of the one MODEL ships: each
-    /// word's probability is multiplied by (its frequency in FILE / in DATA/words.tsv)^β and
-    /// renormalised.
+    /// Unigram adaptation toward the word frequencies of FILE (`word<TAB>centibels`, e.g.
+    /// DATA/wordfreq.tsv): each word's probability is multiplied by (its frequency in FILE / in
+    /// DATA/words.tsv)^β and renormalised. For the LSTM, instead of the one MODEL ships (with
+    /// --with-kn3 the n-gram model of --train moves too); for --lm kn1|kn2|kn3, the model of
+    /// --train (not the --in-domain one).
     #[arg(long, value_name = "FILE")]
     adapt: Option<PathBuf>,
     /// The exponent β of --adapt.
@@ -338,8 +339,15 @@ impl Ngrams {
 }
 
 /// The `order`-gram model of --train over `vocab`, interpolated with that of --in-domain when
-/// given (weights by EM on DATA/valid.txt).
-fn estimate_ngrams(m: &ModelArgs, order: usize, vocab: &[String]) -> anyhow::Result<Ngrams> {
+/// given (weights by EM on DATA/valid.txt). With `shift` (a unigram adaptation whose background
+/// is the unigram distribution of DATA's training text), the --train model is adapted; the
+/// in-domain one already speaks the target's language and stays as estimated.
+fn estimate_ngrams(
+    m: &ModelArgs,
+    order: usize,
+    vocab: &[String],
+    shift: Option<&UnigramShift>,
+) -> anyhow::Result<Ngrams> {
     let started = Instant::now();
     let ids: HashMap<&str, u32> = vocab
         .iter()
@@ -353,7 +361,14 @@ fn estimate_ngrams(m: &ModelArgs, order: usize, vocab: &[String]) -> anyhow::Res
     let read = |path: &Path| read_ids(path, |w| ids.get(w).copied().unwrap_or(unk));
     let train = m.train.clone().unwrap_or_else(|| m.data.join("train.txt"));
     let sentences = read(&train)?;
-    let general = KneserNey::estimate(&sentences, order, vocab.len(), eos, eos)?;
+    let mut general = KneserNey::estimate(&sentences, order, vocab.len(), eos, eos)?;
+    if let Some(shift) = shift {
+        general.adapt(&shift.ln_alpha(vocab))?;
+        eprintln!(
+            "the {order}-gram model of the training text moved by the unigram adaptation (β {})",
+            shift.beta()
+        );
+    }
     eprintln!(
         "{order}-gram Kneser–Ney on {} sentences, {} words in the vocabulary, in {:.0} s",
         sentences.len(),
@@ -481,9 +496,6 @@ fn unigram_shift(
 
 fn build(m: &ModelArgs) -> anyhow::Result<Built> {
     let started = Instant::now();
-    if m.adapt.is_some() && m.lm != Lm::Lstm {
-        bail!("--adapt moves the LSTM's output layer: use it with --lm lstm (and --with-kn3 to mix in the trigram model)");
-    }
     if m.with_kn3 && m.lm != Lm::Lstm {
         bail!("--with-kn3 interpolates the LSTM with the trigram model: use it with --lm lstm");
     }
@@ -549,7 +561,7 @@ fn build(m: &ModelArgs) -> anyhow::Result<Built> {
             started.elapsed().as_secs_f64()
         );
         let kn = if m.with_kn3 {
-            let ngrams = estimate_ngrams(m, 3, model.lm.vocab().words())?;
+            let ngrams = estimate_ngrams(m, 3, model.lm.vocab().words(), model.shift.as_ref())?;
             let vocab = model.lm.vocab();
             let valid = read_ids(&m.data.join("valid.txt"), |w| vocab.id_or_unk(w))?;
             let mut lstm = LstmScorer::new(&model.lm)?;
@@ -613,8 +625,19 @@ fn build(m: &ModelArgs) -> anyhow::Result<Built> {
             .map(|(w, _)| w.clone()),
     );
     let in_vocab: std::collections::HashSet<&str> = vocab.iter().map(String::as_str).collect();
-    let extra = extra_entries(&m.data, &counts, |w| in_vocab.contains(w))?;
-    let (lexicon, spelling) = lexicon_of(&vocab, 1, &extra);
+    let in_vocab = |w: &str| in_vocab.contains(w);
+    let extra = extra_entries(&m.data, &counts, in_vocab)?;
+    let (mut lexicon, spelling) = lexicon_of(&vocab, 1, &extra);
+    // --adapt moves the n-gram model of --train, its unknown words and its lexicon as it does
+    // the LSTM's (see `ImeModel::adapted`).
+    let shift = match &m.adapt {
+        Some(path) => Some(unigram_shift(&counts, path, m.adapt_beta, &in_vocab)?),
+        None => None,
+    };
+    if let Some(s) = &shift {
+        fastsoftmax_ime::adapt::add_unseen_katakana(&mut lexicon, &spelling, s);
+        fastsoftmax_ime::adapt::shift_unknown(&mut lexicon, spelling.unk, s);
+    }
     eprintln!(
         "{} lexicon entries ({} readings) in {:.0} s",
         lexicon.len(),
@@ -626,9 +649,9 @@ fn build(m: &ModelArgs) -> anyhow::Result<Built> {
         Lm::Kn2 => 2,
         Lm::Kn1 => 1,
     };
-    let lm = Model::Kn(estimate_ngrams(m, order, &vocab)?);
+    let lm = Model::Kn(estimate_ngrams(m, order, &vocab, shift.as_ref())?);
     Ok(Built {
-        adapt_beta: None,
+        adapt_beta: shift.as_ref().map(UnigramShift::beta),
         lexicon,
         katakana: m.katakana,
         spelling,
