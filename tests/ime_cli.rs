@@ -298,6 +298,21 @@ fn packs_a_trained_lstm_into_a_converter_folder() {
     );
     let (ok, _, err) = cli(&[&with_kn3[..], &["--no-adapt"]].concat());
     assert!(ok && !err.contains("model moved by"), "{err}");
+    // The mixture's weight given instead of fitted; out of range, or without the mixture: named.
+    let weight = |w: &str| report(a, &["--min-count", "1", "--with-kn3", "--lstm-weight", w]);
+    let mixed = weight("0.75")["with_kn3"].as_f64().unwrap();
+    assert!((mixed - 0.75).abs() < 1e-6, "{mixed}");
+    for bad in [
+        &["--with-kn3", "--lstm-weight", "1.5"][..],
+        &["--lstm-weight", "0.5"],
+    ] {
+        let (ok, _, err) = cli(&[&kn3[..], &["--model", a], bad, &["てんき"]].concat());
+        assert!(!ok && err.contains("--"), "{bad:?}: {err}");
+        assert!(
+            err.contains("from 0 to 1") || err.contains("--with-kn3"),
+            "{err}"
+        );
+    }
     // Frequencies that are not a word list, or share no word with the training text.
     let (ok, _, err) = cli(&[&args[..], &["--adapt-beta", "NaN"]].concat());
     assert!(!ok && err.contains("--adapt-beta"), "{err}");
