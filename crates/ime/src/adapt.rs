@@ -252,6 +252,18 @@ pub fn add_unseen_katakana(
     }
 }
 
+/// Moves a lexicon by `shift` as a converter does at load time: the target's katakana words
+/// join it ([`add_unseen_katakana`]), then every word scored through `<unk>` moves
+/// ([`shift_unknown`]).
+pub fn adapt_lexicon(
+    lexicon: &mut Lexicon,
+    spelling: &crate::decode::Spelling,
+    shift: &UnigramShift,
+) {
+    add_unseen_katakana(lexicon, spelling, shift);
+    shift_unknown(lexicon, spelling.unk, shift);
+}
+
 /// Moves the lexicon's words scored through `unk` (`ln p(w | <unk>)` in their `extra`) by
 /// `shift`, renormalised over them: the rest of `p(· | <unk>)` (strings no entry spells) keeps
 /// its mass.

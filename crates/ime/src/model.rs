@@ -18,7 +18,7 @@ use fastsoftmax_infer::files::{sha256_hex, write_atomic};
 use fastsoftmax_infer::model::artifact::{LmWeights, WEIGHTS_FILE};
 use fastsoftmax_infer::{Error, LanguageModel, Result};
 
-use crate::adapt::{add_unseen_katakana, shift_unknown, UnigramShift, SHIFT_FILE};
+use crate::adapt::{adapt_lexicon, UnigramShift, SHIFT_FILE};
 use crate::decode::Spelling;
 use crate::lattice::{split_word, Lexicon};
 
@@ -84,17 +84,13 @@ impl ImeModel {
     /// target's katakana words added to the lexicon, and the scores of the lexicon's words
     /// outside the vocabulary.
     pub fn adapted(
-        mut weights: LmWeights,
+        weights: LmWeights,
         extra: &[Entry],
         shift: Option<UnigramShift>,
     ) -> Result<Self> {
+        let mut model = Self::new(shifted_lm(weights, shift.as_ref())?, extra)?;
         if let Some(s) = &shift {
-            s.shift_bias(weights.vocab.words(), &mut weights.output_bias);
-        }
-        let mut model = Self::new(LanguageModel::from_weights(weights)?, extra)?;
-        if let Some(s) = &shift {
-            add_unseen_katakana(&mut model.lexicon, &model.spelling, s);
-            shift_unknown(&mut model.lexicon, model.spelling.unk, s);
+            adapt_lexicon(&mut model.lexicon, &model.spelling, s);
         }
         model.shift = shift;
         Ok(model)
@@ -119,8 +115,12 @@ pub fn read_shift(dir: &Path) -> Result<Option<UnigramShift>> {
 /// The folder's language model as its converter scores with it: its unigram shift, if any,
 /// applied to the output bias.
 pub fn load_lm(dir: &Path) -> Result<LanguageModel> {
-    let mut weights = LmWeights::load(dir)?;
-    if let Some(s) = read_shift(dir)? {
+    shifted_lm(LmWeights::load(dir)?, read_shift(dir)?.as_ref())
+}
+
+/// The language model of `weights`, its output bias moved by `shift` when given.
+fn shifted_lm(mut weights: LmWeights, shift: Option<&UnigramShift>) -> Result<LanguageModel> {
+    if let Some(s) = shift {
         s.shift_bias(weights.vocab.words(), &mut weights.output_bias);
     }
     LanguageModel::from_weights(weights)

@@ -306,7 +306,7 @@ pub(super) struct Built {
     pub(super) lexicon: Lexicon,
     pub(super) katakana: usize,
     pub(super) spelling: Spelling,
-    /// β of the LSTM's unigram adaptation, when it has one.
+    /// β of the language model's unigram adaptation, when it has one.
     adapt_beta: Option<f32>,
     lm: Model,
 }
@@ -652,13 +652,13 @@ fn build(m: &ModelArgs) -> anyhow::Result<Built> {
     let (mut lexicon, spelling) = lexicon_of(&vocab, 1, &extra);
     // --adapt moves the n-gram model of --train, its unknown words and its lexicon as it does
     // the LSTM's (see `ImeModel::adapted`).
-    let shift = match &m.adapt {
-        Some(path) => Some(unigram_shift(&counts, path, m.adapt_beta, &in_vocab)?),
-        None => None,
-    };
+    let shift = m
+        .adapt
+        .as_ref()
+        .map(|path| unigram_shift(&counts, path, m.adapt_beta, &in_vocab))
+        .transpose()?;
     if let Some(s) = &shift {
-        fastsoftmax_ime::adapt::add_unseen_katakana(&mut lexicon, &spelling, s);
-        fastsoftmax_ime::adapt::shift_unknown(&mut lexicon, spelling.unk, s);
+        fastsoftmax_ime::adapt::adapt_lexicon(&mut lexicon, &spelling, s);
     }
     eprintln!(
         "{} lexicon entries ({} readings) in {:.0} s",
@@ -691,7 +691,7 @@ struct Report {
     in_domain: Option<PathBuf>,
     /// The LSTM interpolated with the trigram model, and its weight.
     with_kn3: Option<f32>,
-    /// β of the LSTM's unigram adaptation, when it has one.
+    /// β of the language model's unigram adaptation, when it has one.
     adapt_beta: Option<f32>,
     /// The LSTM's softmax: `full`, or the selection (`ivs`/`vs`) and its fixed sample.
     softmax: Option<String>,
@@ -939,10 +939,10 @@ fn pack(
         .with_context(|| format!("loading the language model in {}", model.display()))?;
     let in_vocab = |w: &str| weights.vocab.get(w).is_some();
     let counts = read_counts(data)?;
-    let shift = match adapt {
-        Some((path, beta)) => Some(unigram_shift(&counts, &path, beta, &in_vocab)?),
-        None => None,
-    };
+    let shift = adapt
+        .as_ref()
+        .map(|(path, beta)| unigram_shift(&counts, path, *beta, &in_vocab))
+        .transpose()?;
     let extra = extra_entries(data, &counts, in_vocab)?;
     if f32 {
         weights.save(out)?;
