@@ -14,6 +14,7 @@
 //! - [`l2s`]: training the L2S screening head (k-means, Gumbel straight-through, knapsack).
 //! - [`synthetic`]: the DS-Softmax paper's hierarchical Gaussian check (Appendix A).
 //! - [`backend`]: choosing the burn device at run time.
+//! - `launches` (feature `wgpu`): counting the kernels a training window launches on a GPU.
 
 pub mod average;
 pub mod backend;
@@ -25,6 +26,8 @@ pub mod export;
 pub mod export_nmt;
 pub mod fused;
 pub mod l2s;
+#[cfg(feature = "wgpu")]
+pub mod launches;
 pub mod lm;
 pub mod seq2seq;
 pub mod synthetic;

@@ -42,7 +42,11 @@ impl LmState {
 pub enum Ops {
     /// burn ops only: runs on every backend.
     Composed,
-    /// [`crate::fused`]: whole-window ops with hand-written backwards (flex only).
+    /// [`crate::fused`]'s recurrent windows, the loss composed: burn's GPU backends (cargo
+    /// feature `wgpu`), where the windows are persistent CubeCL kernels.
+    FusedRecurrent,
+    /// [`crate::fused`]: whole-window ops and the output layer's loss with hand-written
+    /// backwards (flex only).
     Fused,
 }
 
@@ -51,9 +55,16 @@ impl Ops {
     pub fn for_device(device: &Device) -> Ops {
         if crate::fused::available(device) {
             Ops::Fused
+        } else if crate::fused::recurrent_available(device) {
+            Ops::FusedRecurrent
         } else {
             Ops::Composed
         }
+    }
+
+    /// Whether the output layer's loss is [`crate::fused`]'s.
+    pub fn fused_loss(self) -> bool {
+        self == Ops::Fused
     }
 }
 
@@ -101,7 +112,7 @@ impl RecurrentLayer {
     ) -> Tensor<3> {
         match ops {
             Ops::Composed => self.forward_composed(x, h, c),
-            Ops::Fused => self.forward_fused(x, h, c),
+            Ops::FusedRecurrent | Ops::Fused => self.forward_fused(x, h, c),
         }
     }
 
@@ -360,7 +371,7 @@ impl LanguageModel {
                 let (w, b) = self.output_layer();
                 crate::fused::self_normalised_cross_entropy(h, w, b, targets, alpha)
             }
-            Ops::Composed => {
+            Ops::Composed | Ops::FusedRecurrent => {
                 let logits = self.logits(h);
                 let logp = log_softmax(logits.clone(), 1);
                 let picked = logp.clone().gather(1, targets.reshape([n, 1]));

@@ -360,13 +360,13 @@ impl Translator {
                 targets.clone(),
                 neg,
             ),
-            (Ops::Fused, None) => crate::fused::softmax_cross_entropy(
+            (ops, None) if ops.fused_loss() => crate::fused::softmax_cross_entropy(
                 h.clone(),
                 w.clone(),
                 bias.clone(),
                 targets.clone(),
             ),
-            (Ops::Composed, None) => {
+            (_, None) => {
                 let n = targets.dims()[0];
                 let logits = h.clone().matmul(w.clone()) + bias.clone().unsqueeze_dim(0);
                 let logp = log_softmax(logits, 1);

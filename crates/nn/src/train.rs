@@ -252,6 +252,12 @@ pub fn train(cfg: &ExperimentConfig, opts: &TrainOptions, device: &Device) -> Re
         );
         let mut lstate = model.initial_state(t.batch_size, device);
         let (mut loss_sum, mut tokens) = (0.0f64, 0usize);
+        let mut losses = PendingLosses::new(device);
+        let diverged = |loss: f32| {
+            Error::Invalid(format!(
+                "training diverged in epoch {epoch} (loss {loss}); lower train.lr or train.clip_norm in the config"
+            ))
+        };
         let mut phases = Phases::default();
         for (i, w) in streams.windows(t.bptt).take(n_windows).enumerate() {
             if opts
@@ -274,33 +280,29 @@ pub fn train(cfg: &ExperimentConfig, opts: &TrainOptions, device: &Device) -> Re
             lstate = next.detach();
             phases.forward_s += lap(&mut clock);
             let grads = GradientsParams::from_grads(loss.backward(), &model);
-            let loss = loss.into_scalar::<f32>() as f64;
+            losses.push(loss.detach(), w.batch_size * w.len);
             phases.backward_s += lap(&mut clock);
-            if !loss.is_finite() {
-                return Err(Error::Invalid(format!(
-                    "training diverged in epoch {epoch} (loss {loss}); lower train.lr or train.clip_norm in the config"
-                )));
-            }
-            // Plain SGD is linear in the gradient, so clipping the global norm is a scaled step.
-            let norm = global_grad_norm(&model, &grads);
-            let scale = if norm > t.clip_norm {
-                t.clip_norm / norm
-            } else {
-                1.0
-            };
+            let (grads, lr) = clip(&model, grads, t.clip_norm, state.lr, losses.on_host);
             phases.clip_s += lap(&mut clock);
-            model = optim.step(state.lr * scale, model, grads);
+            model = optim.step(lr, model, grads);
             phases.step_s += lap(&mut clock);
-            loss_sum += loss * (w.batch_size * w.len) as f64;
-            tokens += w.batch_size * w.len;
             bar.inc(1);
-            let secs = started.elapsed().as_secs_f64();
-            bar.set_message(format!(
-                "ppl {:.1} · {:.0} tok/s",
-                (loss_sum / tokens as f64).exp(),
-                tokens as f64 / secs
-            ));
+            if losses.due() || i + 1 == n_windows {
+                let (sum, n) = losses.read().map_err(diverged)?;
+                loss_sum += sum;
+                tokens += n;
+                let secs = started.elapsed().as_secs_f64();
+                bar.set_message(format!(
+                    "ppl {:.1} · {:.0} tok/s",
+                    (loss_sum / tokens.max(1) as f64).exp(),
+                    tokens as f64 / secs
+                ));
+            }
         }
+        // A window the budget cut short of the read above.
+        let (sum, n) = losses.read().map_err(diverged)?;
+        loss_sum += sum;
+        tokens += n;
         bar.finish_and_clear();
         trained += started.elapsed();
         let seconds = started.elapsed().as_secs_f64();
@@ -438,6 +440,75 @@ pub(crate) fn load_module<M: Module>(model: M, path: &Path) -> Result<M> {
     })
 }
 
+/// Clips the global gradient norm to `clip_norm`: `(gradients, learning rate)` for plain SGD.
+///
+/// On the CPU (`on_host`) the norm is read and the clip is a scaled step (SGD is linear in the
+/// gradient). On a GPU reading it would wait for the whole window to finish every window, so the
+/// norm and the scale `clip / max(norm, clip)` stay tensors on the device and scale the gradients.
+pub(crate) fn clip(
+    model: &LanguageModel,
+    grads: GradientsParams,
+    clip_norm: f64,
+    lr: f64,
+    on_host: bool,
+) -> (GradientsParams, f64) {
+    if on_host {
+        let norm = global_grad_norm(model, &grads);
+        let scale = if norm > clip_norm {
+            clip_norm / norm
+        } else {
+            1.0
+        };
+        return (grads, lr * scale);
+    }
+    struct SumSquares<'a> {
+        grads: &'a GradientsParams,
+        total: Option<Tensor<1>>,
+    }
+    impl ModuleVisitor for SumSquares<'_> {
+        fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
+            if let Some(g) = self.grads.get::<D>(param.id) {
+                let s = g.clone().mul(g).sum();
+                self.total = Some(match self.total.take() {
+                    Some(t) => t + s,
+                    None => s,
+                });
+            }
+        }
+    }
+    struct Scale<'a> {
+        grads: &'a mut GradientsParams,
+        scale: Tensor<1>,
+    }
+    impl ModuleVisitor for Scale<'_> {
+        fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
+            if let Some(g) = self.grads.remove::<D>(param.id) {
+                let scale = self.scale.clone().reshape([1; D]);
+                self.grads.register::<D>(param.id, g * scale);
+            }
+        }
+    }
+    let mut sum = SumSquares {
+        grads: &grads,
+        total: None,
+    };
+    model.visit(&mut sum);
+    let Some(total) = sum.total else {
+        return (grads, lr);
+    };
+    let scale = total
+        .sqrt()
+        .clamp_min(clip_norm)
+        .recip()
+        .mul_scalar(clip_norm);
+    let mut grads = grads;
+    model.visit(&mut Scale {
+        grads: &mut grads,
+        scale,
+    });
+    (grads, lr)
+}
+
 /// Global L2 norm of all parameter gradients.
 fn global_grad_norm(model: &LanguageModel, grads: &GradientsParams) -> f64 {
     struct SumSquares<'a> {
@@ -460,6 +531,58 @@ fn global_grad_norm(model: &LanguageModel, grads: &GradientsParams) -> f64 {
     v.total.sqrt()
 }
 
+/// Window losses not yet read to the host. On the CPU each is read at once; on a GPU a read
+/// waits for the device to finish, so they are read together every [`PendingLosses::BATCH`]
+/// windows (one wait instead of sixteen).
+pub(crate) struct PendingLosses {
+    losses: Vec<(Tensor<1>, usize)>,
+    /// Reading a scalar costs nothing here (burn's CPU backend).
+    pub(crate) on_host: bool,
+}
+
+impl PendingLosses {
+    const BATCH: usize = 16;
+
+    pub(crate) fn new(device: &Device) -> Self {
+        PendingLosses {
+            losses: Vec::new(),
+            on_host: crate::fused::available(device),
+        }
+    }
+
+    /// A window's mean loss `[1]` over `tokens` targets.
+    pub(crate) fn push(&mut self, loss: Tensor<1>, tokens: usize) {
+        self.losses.push((loss, tokens));
+    }
+
+    /// Time to read: every window on the CPU, every `BATCH` on a GPU.
+    pub(crate) fn due(&self) -> bool {
+        self.losses.len() >= if self.on_host { 1 } else { Self::BATCH }
+    }
+
+    /// `(Σ loss · tokens, Σ tokens)` of the pending windows, in one read; `Err(loss)` names the
+    /// first loss that is not finite.
+    pub(crate) fn read(&mut self) -> std::result::Result<(f64, usize), f32> {
+        if self.losses.is_empty() {
+            return Ok((0.0, 0));
+        }
+        let (tensors, counts): (Vec<_>, Vec<_>) = self.losses.drain(..).unzip();
+        let values = Tensor::cat(tensors, 0)
+            .into_data()
+            .convert::<f32>()
+            .try_to_vec::<f32>()
+            .expect("f32 losses");
+        let mut sum = 0.0f64;
+        for (&loss, &n) in values.iter().zip(&counts) {
+            if !loss.is_finite() {
+                return Err(loss);
+            }
+            sum += loss as f64 * n as f64;
+        }
+        Ok((sum, counts.iter().sum()))
+    }
+}
+
 /// Perplexity of `ids` under `model` (no autodiff), read as `streams` parallel streams.
 pub fn perplexity(
     model: &LanguageModel,
@@ -473,14 +596,24 @@ pub fn perplexity(
         return f64::NAN;
     };
     let mut state = model.initial_state(s.batch_size(), &device);
+    let mut losses = PendingLosses::new(&device);
     let (mut nll, mut n) = (0.0f64, 0usize);
     for w in s.windows(bptt) {
         let x = ids_tensor(&w.inputs, w.batch_size, w.len, &device);
         let y = ids_tensor(&w.targets, w.batch_size, w.len, &device);
         let (loss, next) = model.loss(x, y, state);
         state = next;
-        nll += loss.into_scalar::<f32>() as f64 * (w.batch_size * w.len) as f64;
-        n += w.batch_size * w.len;
+        losses.push(loss, w.batch_size * w.len);
+        if losses.due() {
+            match losses.read() {
+                Ok((sum, count)) => (nll, n) = (nll + sum, n + count),
+                Err(_) => return f64::NAN,
+            }
+        }
+    }
+    match losses.read() {
+        Ok((sum, count)) => (nll, n) = (nll + sum, n + count),
+        Err(_) => return f64::NAN,
     }
     (nll / n as f64).exp()
 }
@@ -524,4 +657,48 @@ pub(crate) fn append_line(path: &Path, line: &str) -> Result<()> {
         .open(path)
         .map_err(|e| Error::Invalid(format!("{}: {e}", path.display())))?;
     writeln!(f, "{line}").map_err(|e| Error::Invalid(format!("{}: {e}", path.display())))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::LmConfig;
+    use fastsoftmax_infer::model::artifact::Cell;
+
+    /// The clip kept on the device (as on a GPU) scales the gradients exactly as the host's
+    /// scaled step does, and leaves gradients under the limit alone.
+    #[test]
+    fn clip_on_the_device_equals_the_scaled_step() {
+        let device = Device::flex().autodiff();
+        device.seed(2);
+        let config = LmConfig {
+            cell: Cell::Lstm,
+            d_embed: 6,
+            d_hidden: 6,
+            n_layers: 1,
+            dropout: 0.0,
+            tied: false,
+            init_range: 0.5,
+        };
+        let model = config.init(17, &device);
+        let ids: Vec<u32> = (0..12).map(|i| (i * 5 % 17) as u32).collect();
+        let grads = || {
+            let x = ids_tensor(&ids, 2, 6, &device);
+            let (loss, _) = model.loss(x.clone(), x, model.initial_state(2, &device));
+            GradientsParams::from_grads(loss.backward(), &model)
+        };
+        let norm = global_grad_norm(&model, &grads());
+        assert!(norm > 0.0);
+        for limit in [norm / 3.0, norm * 2.0] {
+            let (_, lr) = clip(&model, grads(), limit, 1.0, true);
+            let (scaled, lr_device) = clip(&model, grads(), limit, 1.0, false);
+            assert_eq!(lr_device, 1.0);
+            let got = global_grad_norm(&model, &scaled);
+            assert!(
+                (got - norm * lr).abs() < 1e-5 * norm,
+                "limit {limit}: device-clipped norm {got}, host scale gives {}",
+                norm * lr
+            );
+        }
+    }
 }

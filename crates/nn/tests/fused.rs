@@ -63,7 +63,12 @@ fn random_state(layers: usize, batch: usize, hidden: usize, device: &Device) -> 
 }
 
 fn check(cell: Cell, tied: bool, alpha: f32) {
-    let device = Device::flex().autodiff();
+    check_on(&Device::flex().autodiff(), Ops::Fused, cell, tied, alpha);
+}
+
+/// `fused` (the ops `device` runs) against the composition, both on `device`.
+fn check_on(device: &Device, fused: Ops, cell: Cell, tied: bool, alpha: f32) {
+    let device = device.clone();
     device.seed(3);
     let (vocab, hidden, batch, time) = (53, 12, 3, 7);
     let config = LmConfig {
@@ -82,7 +87,7 @@ fn check(cell: Cell, tied: bool, alpha: f32) {
     let targets: Vec<u32> = (0..batch * time)
         .map(|i| ((i * 11 + 2) % vocab) as u32)
         .collect();
-    let name = format!("{cell:?} tied={tied} self-normalisation {alpha}");
+    let name = format!("{fused:?} {cell:?} tied={tied} self-normalisation {alpha}");
 
     let run = |ops: Ops| {
         let state = random_state(2, batch, hidden, &device);
@@ -109,7 +114,7 @@ fn check(cell: Cell, tied: bool, alpha: f32) {
         (values(loss), finals, state_grads, params)
     };
     let (loss_c, finals_c, state_c, params_c) = run(Ops::Composed);
-    let (loss_f, finals_f, state_f, params_f) = run(Ops::Fused);
+    let (loss_f, finals_f, state_f, params_f) = run(fused);
     assert_close(&format!("{name} loss"), &loss_f, &loss_c);
     for (i, (f, c)) in finals_f.iter().zip(&finals_c).enumerate() {
         if cell == Cell::Gru && i >= 2 {
@@ -232,5 +237,48 @@ fn shifted_biases_keep_the_loss_and_centre_log_z() {
         let shifted = model.shift_output_bias(-mean as f32);
         assert!(shifted.mean_log_z(x()).abs() < 1e-4);
         assert_close("loss after the shift", &loss(&shifted), &before);
+    }
+}
+
+/// The persistent CubeCL kernels of `fused::cube` against the composition on wgpu (Mesa's
+/// software Vulkan on machines without a GPU): loss, final state and every gradient.
+#[cfg(feature = "wgpu")]
+#[test]
+fn wgpu_fused_recurrent_windows_match_composition() {
+    let device = fastsoftmax_nn::Backend::Wgpu.autodiff_device().unwrap();
+    assert_eq!(Ops::for_device(&device), Ops::FusedRecurrent);
+    check_on(&device, Ops::FusedRecurrent, Cell::Lstm, false, 0.0);
+    check_on(&device, Ops::FusedRecurrent, Cell::Gru, false, 0.0);
+    check_on(&device, Ops::FusedRecurrent, Cell::Lstm, true, 0.1);
+}
+
+/// Without autodiff (validation, inference) the windows run the forward kernels alone.
+#[cfg(feature = "wgpu")]
+#[test]
+fn wgpu_fused_recurrent_windows_run_without_autodiff() {
+    let device = fastsoftmax_nn::Backend::Wgpu.device().unwrap();
+    device.seed(5);
+    for cell in [Cell::Lstm, Cell::Gru] {
+        let model = LmConfig {
+            cell,
+            d_embed: 8,
+            d_hidden: 90, // more gate columns than threads: the kernels stride
+            n_layers: 1,
+            dropout: 0.0,
+            tied: false,
+            init_range: 0.5,
+        }
+        .init(20, &device);
+        let ids: Vec<u32> = (0..30).map(|i| (i * 3 % 20) as u32).collect();
+        let x = || ids_tensor(&ids, 3, 10, &device);
+        let loss = |ops| {
+            let state = model.initial_state(3, &device);
+            values(model.loss_with(x(), x(), state, ops).0)
+        };
+        assert_close(
+            &format!("{cell:?} wgpu inference loss"),
+            &loss(Ops::FusedRecurrent),
+            &loss(Ops::Composed),
+        );
     }
 }

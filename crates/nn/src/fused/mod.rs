@@ -19,7 +19,13 @@
 //! - [`xent`]: the output layer + softmax cross-entropy kernels.
 //! - [`sampled`]: the sampled softmax (large-vocabulary training) kernels.
 //! - [`vector`]: the element-wise and reduction loops they share.
+//! - `cube` (cargo feature `wgpu`): the recurrent windows on burn's GPU backends, as persistent
+//!   CubeCL kernels with their backward ([`RecurrentOps`] is the extension both implement).
 
+#[cfg(feature = "wgpu")]
+pub mod cube;
+#[cfg(feature = "wgpu")]
+mod cube_kernels;
 pub mod gemm;
 pub mod recurrent;
 pub mod sampled;
@@ -41,12 +47,24 @@ use gemm::MatRef;
 use recurrent::{GruTape, LstmTape, Window};
 pub use sampled::{Negatives, Sampler};
 
-/// True when `device` (with or without autodiff) runs the fused ops: burn's `flex` backend.
+/// True when `device` (with or without autodiff) runs every fused op: burn's `flex` backend.
 pub fn available(device: &Device) -> bool {
     matches!(
         device.clone().inner().as_dispatch(),
         DispatchDevice::Flex(_)
     )
+}
+
+/// True when `device` runs the fused recurrent windows ([`lstm_window`], [`gru_window`]): flex,
+/// and with the cargo feature `wgpu` every cubecl device.
+pub fn recurrent_available(device: &Device) -> bool {
+    match device.clone().inner().as_dispatch() {
+        DispatchDevice::Flex(_) => true,
+        #[cfg(feature = "wgpu")]
+        DispatchDevice::Cube(_) => true,
+        #[allow(unreachable_patterns)]
+        _ => false,
+    }
 }
 
 /// LSTM window: `xp [B, T, 4H]` (input projection with its bias), `w_hh [H, 4H]`, `b_hh [4H]`,
@@ -60,7 +78,7 @@ pub fn lstm_window(
 ) -> (Tensor<3>, Tensor<2>, Tensor<2>) {
     let [b, t, _] = xp.dims();
     let h = h0.dims()[1];
-    let out = Tensor::<3>::from_dispatch(<Dispatch as FusedOps>::lstm_window(
+    let out = Tensor::<3>::from_dispatch(<Dispatch as RecurrentOps>::lstm_window(
         xp.into_dispatch(),
         w_hh.into_dispatch(),
         b_hh.into_dispatch(),
@@ -82,7 +100,7 @@ pub fn gru_window(
 ) -> (Tensor<3>, Tensor<2>) {
     let [b, t, _] = xp.dims();
     let h = h0.dims()[1];
-    let out = Tensor::<3>::from_dispatch(<Dispatch as FusedOps>::gru_window(
+    let out = Tensor::<3>::from_dispatch(<Dispatch as RecurrentOps>::gru_window(
         xp.into_dispatch(),
         w_hh.into_dispatch(),
         b_hh.into_dispatch(),
@@ -149,9 +167,10 @@ pub fn sum_of_squares<const D: usize>(x: Tensor<D>) -> f64 {
     flat.into_scalar::<f64>()
 }
 
-/// The fused ops as a burn backend extension (flex, with and without autodiff).
-#[backend_extension(Flex, Autodiff)]
-pub trait FusedOps: Backend {
+/// The recurrent windows as a burn backend extension: flex's loops ([`recurrent`]) and, with the
+/// cargo feature `wgpu`, the CubeCL kernels of [`cube`] on every cubecl runtime.
+#[backend_extension(Flex, Cube: cfg(feature = "wgpu"), Autodiff)]
+pub trait RecurrentOps: Backend {
     /// See [`lstm_window`]; returns `[B, T+1, H]`: `h_1 … h_T`, then `c_T`.
     fn lstm_window(
         xp: FloatTensor<Self>,
@@ -167,6 +186,12 @@ pub trait FusedOps: Backend {
         b_hh: FloatTensor<Self>,
         h0: FloatTensor<Self>,
     ) -> FloatTensor<Self>;
+}
+
+/// The fused output layers and the clipping norm as a burn backend extension (flex, with and
+/// without autodiff).
+#[backend_extension(Flex, Autodiff)]
+pub trait FusedOps: Backend {
     /// See [`self_normalised_cross_entropy`].
     fn softmax_xent(
         h: FloatTensor<Self>,
@@ -187,7 +212,7 @@ pub trait FusedOps: Backend {
     fn sum_squares(x: FloatTensor<Self>) -> FloatTensor<Self>;
 }
 
-impl FusedOps for Flex {
+impl RecurrentOps for Flex {
     fn lstm_window(
         xp: FlexTensor,
         w_hh: FlexTensor,
@@ -206,7 +231,9 @@ impl FusedOps for Flex {
     ) -> FlexTensor {
         gru_forward(&xp, &w_hh, &b_hh, &h0).0
     }
+}
 
+impl FusedOps for Flex {
     fn softmax_xent(
         h: FlexTensor,
         w: FlexTensor,
@@ -242,7 +269,7 @@ impl FusedOps for Flex {
     }
 }
 
-impl<C: CheckpointStrategy> FusedOps for Autodiff<Flex, C> {
+impl<C: CheckpointStrategy> RecurrentOps for Autodiff<Flex, C> {
     fn lstm_window(
         xp: FloatTensor<Self>,
         w_hh: FloatTensor<Self>,
@@ -301,7 +328,9 @@ impl<C: CheckpointStrategy> FusedOps for Autodiff<Flex, C> {
             )),
         }
     }
+}
 
+impl<C: CheckpointStrategy> FusedOps for Autodiff<Flex, C> {
     fn softmax_xent(
         h: FloatTensor<Self>,
         w: FloatTensor<Self>,

@@ -1,0 +1,484 @@
+//! The recurrent window ops on burn's CubeCL backend (cargo feature `wgpu`): the persistent
+//! kernels of [`super::cube_kernels`] behind a backend extension, so that burn's kernel fusion
+//! sees each as one custom operation, and the autodiff node that runs their backward.
+//!
+//! Per window and layer that is one kernel forward; backward, one kernel for the recurrence plus
+//! two products (the weight gradient over the whole window, the transpose it reads) and one sum
+//! (the bias gradient). The input projection stays burn's `Linear` on the `[B·T, d_in]` matrix.
+
+use burn::backend::autodiff::checkpoint::base::Checkpointer;
+use burn::backend::autodiff::checkpoint::strategy::CheckpointStrategy;
+use burn::backend::autodiff::grads::Gradients;
+use burn::backend::autodiff::ops::{Backward, Ops, OpsKind};
+use burn::backend::autodiff::{Autodiff, NodeId};
+use burn::backend::cubecl::dtype_to_storage_type;
+use burn::backend::fusion::custom::TensorSpec;
+use burn::backend::ops::FloatTensorOps;
+use burn::backend::tensor::FloatTensor;
+use burn::backend::{backend_extension, Backend, Cube};
+use burn::tensor::Shape;
+use burn_cubecl::kernel::into_contiguous;
+use burn_cubecl::ops::numeric::empty_device_contiguous_dtype;
+use burn_cubecl::tensor::CubeTensor;
+use burn_cubecl::CubeBackend;
+use cubecl::prelude::*;
+
+use super::cube_kernels as k;
+use super::RecurrentOps;
+
+/// The kernels as one extension op each; [`RecurrentOps`] for `Autodiff<Cube>` composes them.
+#[backend_extension(Cube, Fusion)]
+#[allow(clippy::type_complexity)]
+pub trait CubeRecurrent: Backend {
+    /// `(xp [B,T,4H], w_hh [H,4H], b_hh [4H], h0, c0 [B,H])` → `(out [B,T+1,H], gates [B,T,4H],
+    /// cells [B,T,H], hprev [B,T,H])`; see [`k::lstm_forward_kernel`].
+    #[fusion(meta = lstm_forward_meta)]
+    fn lstm_forward(
+        xp: FloatTensor<Self>,
+        w_hh: FloatTensor<Self>,
+        b_hh: FloatTensor<Self>,
+        h0: FloatTensor<Self>,
+        c0: FloatTensor<Self>,
+    ) -> (
+        FloatTensor<Self>,
+        FloatTensor<Self>,
+        FloatTensor<Self>,
+        FloatTensor<Self>,
+    );
+
+    /// `(dout [B,T+1,H], gates, cells, hprev, c0, w_hh)` → `(dxp [B,T,4H], dw_hh [H,4H],
+    /// db_hh [4H], dh0 [B,H], dc0 [B,H])`.
+    #[fusion(meta = lstm_backward_meta)]
+    fn lstm_backward(
+        dout: FloatTensor<Self>,
+        gates: FloatTensor<Self>,
+        cells: FloatTensor<Self>,
+        hprev: FloatTensor<Self>,
+        c0: FloatTensor<Self>,
+        w_hh: FloatTensor<Self>,
+    ) -> (
+        FloatTensor<Self>,
+        FloatTensor<Self>,
+        FloatTensor<Self>,
+        FloatTensor<Self>,
+        FloatTensor<Self>,
+    );
+
+    /// `(xp [B,T,3H], w_hh [H,3H], b_hh [3H], h0 [B,H])` → `(out [B,T,H], gates [B,T,3H],
+    /// hn [B,T,H], hprev [B,T,H])`; see [`k::gru_forward_kernel`].
+    #[fusion(meta = gru_forward_meta)]
+    fn gru_forward(
+        xp: FloatTensor<Self>,
+        w_hh: FloatTensor<Self>,
+        b_hh: FloatTensor<Self>,
+        h0: FloatTensor<Self>,
+    ) -> (
+        FloatTensor<Self>,
+        FloatTensor<Self>,
+        FloatTensor<Self>,
+        FloatTensor<Self>,
+    );
+
+    /// `(dout [B,T,H], gates, hn, hprev, w_hh)` → `(dxp [B,T,3H], dw_hh [H,3H], db_hh [3H],
+    /// dh0 [B,H])`.
+    #[fusion(meta = gru_backward_meta)]
+    fn gru_backward(
+        dout: FloatTensor<Self>,
+        gates: FloatTensor<Self>,
+        hn: FloatTensor<Self>,
+        hprev: FloatTensor<Self>,
+        w_hh: FloatTensor<Self>,
+    ) -> (
+        FloatTensor<Self>,
+        FloatTensor<Self>,
+        FloatTensor<Self>,
+        FloatTensor<Self>,
+    );
+}
+
+fn spec(like: &TensorSpec, dims: &[usize]) -> TensorSpec {
+    TensorSpec::new(Shape::from(dims.to_vec()), like.dtype)
+}
+
+/// `[B, T, G·H]` and `H` from `xp` and `h0`.
+fn bth(xp: &TensorSpec, h0: &TensorSpec) -> (usize, usize, usize) {
+    (xp.shape[0], xp.shape[1], h0.shape[1])
+}
+
+fn lstm_forward_meta(
+    xp: &TensorSpec,
+    _w: &TensorSpec,
+    _b: &TensorSpec,
+    h0: &TensorSpec,
+    _c0: &TensorSpec,
+) -> (TensorSpec, TensorSpec, TensorSpec, TensorSpec) {
+    let (b, t, h) = bth(xp, h0);
+    (
+        spec(xp, &[b, t + 1, h]),
+        spec(xp, &[b, t, 4 * h]),
+        spec(xp, &[b, t, h]),
+        spec(xp, &[b, t, h]),
+    )
+}
+
+fn lstm_backward_meta(
+    _dout: &TensorSpec,
+    gates: &TensorSpec,
+    _cells: &TensorSpec,
+    _hprev: &TensorSpec,
+    c0: &TensorSpec,
+    w: &TensorSpec,
+) -> (TensorSpec, TensorSpec, TensorSpec, TensorSpec, TensorSpec) {
+    let (b, t, h) = bth(gates, c0);
+    (
+        spec(gates, &[b, t, 4 * h]),
+        spec(w, &[h, 4 * h]),
+        spec(w, &[4 * h]),
+        spec(c0, &[b, h]),
+        spec(c0, &[b, h]),
+    )
+}
+
+fn gru_forward_meta(
+    xp: &TensorSpec,
+    _w: &TensorSpec,
+    _b: &TensorSpec,
+    h0: &TensorSpec,
+) -> (TensorSpec, TensorSpec, TensorSpec, TensorSpec) {
+    let (b, t, h) = bth(xp, h0);
+    (
+        spec(xp, &[b, t, h]),
+        spec(xp, &[b, t, 3 * h]),
+        spec(xp, &[b, t, h]),
+        spec(xp, &[b, t, h]),
+    )
+}
+
+fn gru_backward_meta(
+    _dout: &TensorSpec,
+    gates: &TensorSpec,
+    _hn: &TensorSpec,
+    _hprev: &TensorSpec,
+    w: &TensorSpec,
+) -> (TensorSpec, TensorSpec, TensorSpec, TensorSpec) {
+    let (b, t, h) = (gates.shape[0], gates.shape[1], w.shape[0]);
+    (
+        spec(gates, &[b, t, 3 * h]),
+        spec(w, &[h, 3 * h]),
+        spec(w, &[3 * h]),
+        spec(w, &[b, h]),
+    )
+}
+
+// ---- CubeBackend: launches --------------------------------------------------------------------
+
+/// Threads per cube: enough for the gate columns of a small layer, capped by the device.
+fn cube_dim(t: &CubeTensor, columns: usize) -> CubeDim {
+    let max = t.client.properties().hardware.max_units_per_cube.min(256);
+    CubeDim::new_1d((columns.next_power_of_two() as u32).clamp(32, max.max(32)))
+}
+
+fn empty(like: &CubeTensor, dims: &[usize]) -> CubeTensor {
+    empty_device_contiguous_dtype(
+        like.client.clone(),
+        like.device.clone(),
+        Shape::from(dims.to_vec()),
+        like.dtype,
+    )
+}
+
+/// `Σ_rows a_rowᵀ b_row` over `[B, T, ·]` windows: `a [B,T,H]`, `b [B,T,G]` → `[H, G]`, and the
+/// column sums of `b` → `[G]` (the weight and bias gradients of `h·W_hh + b_hh`).
+fn weight_grads(a: CubeTensor, g: CubeTensor) -> (CubeTensor, CubeTensor) {
+    type B = CubeBackend;
+    let [b, t, h] = a.meta.shape().dims::<3>();
+    let gates = g.meta.shape()[2];
+    let a = B::float_reshape(a, Shape::new([b * t, h]));
+    let g = B::float_reshape(g, Shape::new([b * t, gates]));
+    let dw = B::float_matmul(B::float_transpose(a), g.clone());
+    let db = B::float_reshape(B::float_sum_dim(g, 0), Shape::new([gates]));
+    (dw, db)
+}
+
+impl CubeRecurrent for CubeBackend {
+    fn lstm_forward(
+        xp: CubeTensor,
+        w_hh: CubeTensor,
+        b_hh: CubeTensor,
+        h0: CubeTensor,
+        c0: CubeTensor,
+    ) -> (CubeTensor, CubeTensor, CubeTensor, CubeTensor) {
+        let [xp, w_hh, b_hh, h0, c0] = [xp, w_hh, b_hh, h0, c0].map(into_contiguous);
+        let [b, t, _] = xp.meta.shape().dims::<3>();
+        let h = h0.meta.shape()[1];
+        let out = empty(&xp, &[b, t + 1, h]);
+        let gates = empty(&xp, &[b, t, 4 * h]);
+        let cells = empty(&xp, &[b, t, h]);
+        let hprev = empty(&xp, &[b, t, h]);
+        let dtype = dtype_to_storage_type(xp.dtype);
+        k::lstm_forward_kernel::launch(
+            &xp.client.clone(),
+            CubeCount::Static(b as u32, 1, 1),
+            cube_dim(&xp, 4 * h),
+            xp.into_tensor_arg(),
+            w_hh.into_tensor_arg(),
+            b_hh.into_tensor_arg(),
+            h0.into_tensor_arg(),
+            c0.into_tensor_arg(),
+            out.clone().into_tensor_arg(),
+            gates.clone().into_tensor_arg(),
+            cells.clone().into_tensor_arg(),
+            hprev.clone().into_tensor_arg(),
+            t as u32,
+            h,
+            dtype,
+        );
+        (out, gates, cells, hprev)
+    }
+
+    fn lstm_backward(
+        dout: CubeTensor,
+        gates: CubeTensor,
+        cells: CubeTensor,
+        hprev: CubeTensor,
+        c0: CubeTensor,
+        w_hh: CubeTensor,
+    ) -> (CubeTensor, CubeTensor, CubeTensor, CubeTensor, CubeTensor) {
+        let w_t = into_contiguous(CubeBackend::float_transpose(w_hh));
+        let [dout, gates, cells, c0] = [dout, gates, cells, c0].map(into_contiguous);
+        let [b, t, h] = cells.meta.shape().dims::<3>();
+        let dxp = empty(&gates, &[b, t, 4 * h]);
+        let dh0 = empty(&c0, &[b, h]);
+        let dc0 = empty(&c0, &[b, h]);
+        let dtype = dtype_to_storage_type(gates.dtype);
+        k::lstm_backward_kernel::launch(
+            &gates.client.clone(),
+            CubeCount::Static(b as u32, 1, 1),
+            cube_dim(&gates, 4 * h),
+            dout.into_tensor_arg(),
+            gates.into_tensor_arg(),
+            cells.into_tensor_arg(),
+            c0.into_tensor_arg(),
+            w_t.into_tensor_arg(),
+            dxp.clone().into_tensor_arg(),
+            dh0.clone().into_tensor_arg(),
+            dc0.clone().into_tensor_arg(),
+            t as u32,
+            h,
+            dtype,
+        );
+        // In an LSTM the pre-activation gradient is both xp's and h·W_hh + b_hh's.
+        let (dw, db) = weight_grads(hprev, dxp.clone());
+        (dxp, dw, db, dh0, dc0)
+    }
+
+    fn gru_forward(
+        xp: CubeTensor,
+        w_hh: CubeTensor,
+        b_hh: CubeTensor,
+        h0: CubeTensor,
+    ) -> (CubeTensor, CubeTensor, CubeTensor, CubeTensor) {
+        let [xp, w_hh, b_hh, h0] = [xp, w_hh, b_hh, h0].map(into_contiguous);
+        let [b, t, _] = xp.meta.shape().dims::<3>();
+        let h = h0.meta.shape()[1];
+        let out = empty(&xp, &[b, t, h]);
+        let gates = empty(&xp, &[b, t, 3 * h]);
+        let hn = empty(&xp, &[b, t, h]);
+        let hprev = empty(&xp, &[b, t, h]);
+        let dtype = dtype_to_storage_type(xp.dtype);
+        k::gru_forward_kernel::launch(
+            &xp.client.clone(),
+            CubeCount::Static(b as u32, 1, 1),
+            cube_dim(&xp, 3 * h),
+            xp.into_tensor_arg(),
+            w_hh.into_tensor_arg(),
+            b_hh.into_tensor_arg(),
+            h0.into_tensor_arg(),
+            out.clone().into_tensor_arg(),
+            gates.clone().into_tensor_arg(),
+            hn.clone().into_tensor_arg(),
+            hprev.clone().into_tensor_arg(),
+            t as u32,
+            h,
+            dtype,
+        );
+        (out, gates, hn, hprev)
+    }
+
+    fn gru_backward(
+        dout: CubeTensor,
+        gates: CubeTensor,
+        hn: CubeTensor,
+        hprev: CubeTensor,
+        w_hh: CubeTensor,
+    ) -> (CubeTensor, CubeTensor, CubeTensor, CubeTensor) {
+        let w_t = into_contiguous(CubeBackend::float_transpose(w_hh));
+        let [dout, gates, hn, hprev] = [dout, gates, hn, hprev].map(into_contiguous);
+        let [b, t, h] = hn.meta.shape().dims::<3>();
+        let dxp = empty(&gates, &[b, t, 3 * h]);
+        let dhp = empty(&gates, &[b, t, 3 * h]);
+        let dh0 = empty(&gates, &[b, h]);
+        let dtype = dtype_to_storage_type(gates.dtype);
+        k::gru_backward_kernel::launch(
+            &gates.client.clone(),
+            CubeCount::Static(b as u32, 1, 1),
+            cube_dim(&gates, 3 * h),
+            dout.into_tensor_arg(),
+            gates.into_tensor_arg(),
+            hn.into_tensor_arg(),
+            hprev.clone().into_tensor_arg(),
+            w_t.into_tensor_arg(),
+            dxp.clone().into_tensor_arg(),
+            dhp.clone().into_tensor_arg(),
+            dh0.clone().into_tensor_arg(),
+            t as u32,
+            h,
+            dtype,
+        );
+        let (dw, db) = weight_grads(hprev, dhp);
+        (dxp, dw, db, dh0)
+    }
+}
+
+// ---- RecurrentOps on Cube, with and without autodiff --------------------------------------------
+
+impl RecurrentOps for Cube {
+    fn lstm_window(
+        xp: FloatTensor<Self>,
+        w_hh: FloatTensor<Self>,
+        b_hh: FloatTensor<Self>,
+        h0: FloatTensor<Self>,
+        c0: FloatTensor<Self>,
+    ) -> FloatTensor<Self> {
+        Cube::lstm_forward(xp, w_hh, b_hh, h0, c0).0
+    }
+
+    fn gru_window(
+        xp: FloatTensor<Self>,
+        w_hh: FloatTensor<Self>,
+        b_hh: FloatTensor<Self>,
+        h0: FloatTensor<Self>,
+    ) -> FloatTensor<Self> {
+        Cube::gru_forward(xp, w_hh, b_hh, h0).0
+    }
+}
+
+impl<C: CheckpointStrategy> RecurrentOps for Autodiff<Cube, C> {
+    fn lstm_window(
+        xp: FloatTensor<Self>,
+        w_hh: FloatTensor<Self>,
+        b_hh: FloatTensor<Self>,
+        h0: FloatTensor<Self>,
+        c0: FloatTensor<Self>,
+    ) -> FloatTensor<Self> {
+        let nodes = [xp.node(), w_hh.node(), b_hh.node(), h0.node(), c0.node()];
+        match LstmBackward.prepare::<C>(nodes).compute_bound().stateful() {
+            OpsKind::Tracked(prep) => {
+                let [xp, w_hh, b_hh, h0, c0] = [xp, w_hh, b_hh, h0, c0].map(|t| t.into_primitive());
+                let (out, gates, cells, hprev) =
+                    Cube::lstm_forward(xp, w_hh.clone(), b_hh, h0, c0.clone());
+                let state = LstmState {
+                    gates,
+                    cells,
+                    hprev,
+                    c0,
+                    w_hh,
+                };
+                prep.finish(state, out)
+            }
+            OpsKind::UnTracked(prep) => prep.finish(Cube::lstm_window(
+                xp.into_primitive(),
+                w_hh.into_primitive(),
+                b_hh.into_primitive(),
+                h0.into_primitive(),
+                c0.into_primitive(),
+            )),
+        }
+    }
+
+    fn gru_window(
+        xp: FloatTensor<Self>,
+        w_hh: FloatTensor<Self>,
+        b_hh: FloatTensor<Self>,
+        h0: FloatTensor<Self>,
+    ) -> FloatTensor<Self> {
+        let nodes = [xp.node(), w_hh.node(), b_hh.node(), h0.node()];
+        match GruBackward.prepare::<C>(nodes).compute_bound().stateful() {
+            OpsKind::Tracked(prep) => {
+                let [xp, w_hh, b_hh, h0] = [xp, w_hh, b_hh, h0].map(|t| t.into_primitive());
+                let (out, gates, hn, hprev) = Cube::gru_forward(xp, w_hh.clone(), b_hh, h0);
+                let state = GruState {
+                    gates,
+                    hn,
+                    hprev,
+                    w_hh,
+                };
+                prep.finish(state, out)
+            }
+            OpsKind::UnTracked(prep) => prep.finish(Cube::gru_window(
+                xp.into_primitive(),
+                w_hh.into_primitive(),
+                b_hh.into_primitive(),
+                h0.into_primitive(),
+            )),
+        }
+    }
+}
+
+#[derive(Debug)]
+struct LstmBackward;
+
+#[derive(Debug, Clone)]
+struct LstmState {
+    gates: FloatTensor<Cube>,
+    cells: FloatTensor<Cube>,
+    hprev: FloatTensor<Cube>,
+    c0: FloatTensor<Cube>,
+    w_hh: FloatTensor<Cube>,
+}
+
+impl Backward<Cube, 5> for LstmBackward {
+    type State = LstmState;
+
+    fn backward(self, ops: Ops<LstmState, 5>, grads: &mut Gradients, _: &mut Checkpointer) {
+        let [xp, w_hh, b_hh, h0, c0] = ops.parents.map(|p| p.map(|node| node.id));
+        let dout = grads.consume::<Cube>(&ops.node);
+        let s = ops.state;
+        let (dxp, dw, db, dh0, dc0) =
+            Cube::lstm_backward(dout, s.gates, s.cells, s.hprev, s.c0, s.w_hh);
+        for (id, g) in [(xp, dxp), (w_hh, dw), (b_hh, db), (h0, dh0), (c0, dc0)] {
+            register(grads, id, g);
+        }
+    }
+}
+
+#[derive(Debug)]
+struct GruBackward;
+
+#[derive(Debug, Clone)]
+struct GruState {
+    gates: FloatTensor<Cube>,
+    hn: FloatTensor<Cube>,
+    hprev: FloatTensor<Cube>,
+    w_hh: FloatTensor<Cube>,
+}
+
+impl Backward<Cube, 4> for GruBackward {
+    type State = GruState;
+
+    fn backward(self, ops: Ops<GruState, 4>, grads: &mut Gradients, _: &mut Checkpointer) {
+        let [xp, w_hh, b_hh, h0] = ops.parents.map(|p| p.map(|node| node.id));
+        let dout = grads.consume::<Cube>(&ops.node);
+        let s = ops.state;
+        let (dxp, dw, db, dh0) = Cube::gru_backward(dout, s.gates, s.hn, s.hprev, s.w_hh);
+        for (id, g) in [(xp, dxp), (w_hh, dw), (b_hh, db), (h0, dh0)] {
+            register(grads, id, g);
+        }
+    }
+}
+
+fn register(grads: &mut Gradients, parent: Option<NodeId>, g: FloatTensor<Cube>) {
+    if let Some(id) = parent {
+        grads.register::<Cube>(id, g);
+    }
+}

@@ -1,0 +1,343 @@
+//! The recurrent windows as CubeCL kernels (wgpu, CUDA, ROCm from one source): one persistent
+//! kernel per BPTT window and layer, forward and backward, as cuDNN's persistent RNNs do.
+//!
+//! Why persistent: composed of burn ops, every time step is a dozen small kernels and the GPU
+//! spends the window waiting on launches (burn #4817). Here one cube (workgroup) carries one
+//! stream of the batch through all `T` steps: its state lives in shared memory, each step is the
+//! recurrent product (threads over the gate columns, reading `W_hh` coalesced) and the gate
+//! nonlinearities, separated by two barriers. The streams of a batch are independent, so the
+//! cubes never wait for each other. The products that do not recur — the input projection of
+//! the window and the weight gradients — stay large matrix products in burn.
+//!
+//! Layouts (row-major, contiguous): `xp [B, T, G·H]` (the input projection with its bias),
+//! `w [H, G·H]` (`W_hh` as burn's `Linear` stores it), `w_t [G·H, H]` (its transpose, for the
+//! backward's coalesced reads), gates in PyTorch's order (LSTM i,f,g,o; GRU r,z,n).
+
+use cubecl::prelude::*;
+
+/// `1 / (1 + e^−x)`: saturates to exactly 0 or 1 without NaN for any finite `x`.
+#[cube]
+fn sigmoid<F: Float>(x: F) -> F {
+    F::new(1.0) / (F::new(1.0) + F::exp(-x))
+}
+
+/// `tanh` as `2σ(2x) − 1`: a backend's own `tanh` may be `(e^2x − 1)/(e^2x + 1)`, NaN past
+/// |x| ≈ 44 in f32.
+#[cube]
+fn tanh<F: Float>(x: F) -> F {
+    F::new(2.0) / (F::new(1.0) + F::exp(F::new(-2.0) * x)) - F::new(1.0)
+}
+
+/// LSTM forward over a window; cube `b` runs stream `b`. Writes `out [B, T+1, H]` (`h_1 … h_T`,
+/// then `c_T`) and the tape for the backward: `gates [B, T, 4H]` (i, f, g, o after their
+/// nonlinearities), `cells [B, T, H]` (`c_1 … c_T`), `hprev [B, T, H]` (`h_0 … h_{T−1}`).
+#[cube(launch)]
+#[allow(clippy::too_many_arguments)]
+pub fn lstm_forward_kernel<F: Float>(
+    xp: &Tensor<F>,
+    w: &Tensor<F>,
+    bias: &Tensor<F>,
+    h0: &Tensor<F>,
+    c0: &Tensor<F>,
+    out: &mut Tensor<F>,
+    gates: &mut Tensor<F>,
+    cells: &mut Tensor<F>,
+    hprev: &mut Tensor<F>,
+    time: u32,
+    #[comptime] hidden: usize,
+    #[define(F)] _dtype: ElemType,
+) {
+    let b = CUBE_POS_X as usize;
+    let tid = UNIT_POS_X as usize;
+    let step = CUBE_DIM_X as usize;
+    let t_len = time as usize;
+    let g4 = 4 * hidden;
+    let mut h = Shared::<[F]>::new_slice(hidden);
+    let mut c = Shared::<[F]>::new_slice(hidden);
+    let mut pre = Shared::<[F]>::new_slice(4 * hidden);
+
+    let mut j = tid;
+    while j < hidden {
+        h[j] = h0[b * hidden + j];
+        c[j] = c0[b * hidden + j];
+        j += step;
+    }
+    sync_cube();
+    for t in 0..t_len {
+        let row = b * t_len + t;
+        // Pre-activations: xp + b_hh + h_{t−1} · W_hh, one gate column per thread.
+        let mut q = tid;
+        while q < g4 {
+            let mut acc = xp[row * g4 + q] + bias[q];
+            for k in 0..hidden {
+                acc += h[k] * w[k * g4 + q];
+            }
+            pre[q] = acc;
+            q += step;
+        }
+        let mut j = tid;
+        while j < hidden {
+            hprev[row * hidden + j] = h[j];
+            j += step;
+        }
+        sync_cube();
+        let mut j = tid;
+        while j < hidden {
+            let i = sigmoid::<F>(pre[j]);
+            let f = sigmoid::<F>(pre[hidden + j]);
+            let g = tanh::<F>(pre[2 * hidden + j]);
+            let o = sigmoid::<F>(pre[3 * hidden + j]);
+            let ct = f * c[j] + i * g;
+            let ht = o * tanh::<F>(ct);
+            c[j] = ct;
+            h[j] = ht;
+            out[(b * (t_len + 1) + t) * hidden + j] = ht;
+            gates[row * g4 + j] = i;
+            gates[row * g4 + hidden + j] = f;
+            gates[row * g4 + 2 * hidden + j] = g;
+            gates[row * g4 + 3 * hidden + j] = o;
+            cells[row * hidden + j] = ct;
+            j += step;
+        }
+        sync_cube();
+    }
+    let mut j = tid;
+    while j < hidden {
+        out[(b * (t_len + 1) + t_len) * hidden + j] = c[j];
+        j += step;
+    }
+}
+
+/// LSTM backward over a window, in reverse time; cube `b` runs stream `b`. `dout [B, T+1, H]`
+/// is the gradient of the forward's `out`. Writes `dxp [B, T, 4H]` (the gradient of the
+/// pre-activations, which is also `xp`'s and, summed, `b_hh`'s), `dh0`, `dc0 [B, H]`.
+#[cube(launch)]
+#[allow(clippy::too_many_arguments)]
+pub fn lstm_backward_kernel<F: Float>(
+    dout: &Tensor<F>,
+    gates: &Tensor<F>,
+    cells: &Tensor<F>,
+    c0: &Tensor<F>,
+    w_t: &Tensor<F>,
+    dxp: &mut Tensor<F>,
+    dh0: &mut Tensor<F>,
+    dc0: &mut Tensor<F>,
+    time: u32,
+    #[comptime] hidden: usize,
+    #[define(F)] _dtype: ElemType,
+) {
+    let b = CUBE_POS_X as usize;
+    let tid = UNIT_POS_X as usize;
+    let step = CUBE_DIM_X as usize;
+    let t_len = time as usize;
+    let g4 = 4 * hidden;
+    let one = F::new(1.0);
+    // dh: the recurrent part of dL/dh_t; dc: dL/dc_t; dg: this step's pre-activation gradient.
+    let mut dh = Shared::<[F]>::new_slice(hidden);
+    let mut dc = Shared::<[F]>::new_slice(hidden);
+    let mut dg = Shared::<[F]>::new_slice(4 * hidden);
+
+    let mut j = tid;
+    while j < hidden {
+        dh[j] = F::new(0.0);
+        dc[j] = dout[(b * (t_len + 1) + t_len) * hidden + j];
+        j += step;
+    }
+    sync_cube();
+    for s in 0..t_len {
+        let t = t_len - 1 - s;
+        let row = b * t_len + t;
+        let mut j = tid;
+        while j < hidden {
+            let i = gates[row * g4 + j];
+            let f = gates[row * g4 + hidden + j];
+            let g = gates[row * g4 + 2 * hidden + j];
+            let o = gates[row * g4 + 3 * hidden + j];
+            let ct = cells[row * hidden + j];
+            let mut cp = c0[b * hidden + j];
+            if t > 0 {
+                cp = cells[(row - 1) * hidden + j];
+            }
+            let tc = tanh::<F>(ct);
+            let dht = dout[(b * (t_len + 1) + t) * hidden + j] + dh[j];
+            let dct = dc[j] + dht * o * (one - tc * tc);
+            let di = dct * g * i * (one - i);
+            let df = dct * cp * f * (one - f);
+            let dgg = dct * i * (one - g * g);
+            let d_o = dht * tc * o * (one - o);
+            dxp[row * g4 + j] = di;
+            dxp[row * g4 + hidden + j] = df;
+            dxp[row * g4 + 2 * hidden + j] = dgg;
+            dxp[row * g4 + 3 * hidden + j] = d_o;
+            dg[j] = di;
+            dg[hidden + j] = df;
+            dg[2 * hidden + j] = dgg;
+            dg[3 * hidden + j] = d_o;
+            dc[j] = dct * f;
+            j += step;
+        }
+        sync_cube();
+        // dL/dh_{t−1} through W_hh: one row of W_hh per thread, read from its transpose.
+        let mut k = tid;
+        while k < hidden {
+            let mut acc = F::new(0.0);
+            for q in 0..g4 {
+                acc += dg[q] * w_t[q * hidden + k];
+            }
+            dh[k] = acc;
+            k += step;
+        }
+        sync_cube();
+    }
+    let mut j = tid;
+    while j < hidden {
+        dh0[b * hidden + j] = dh[j];
+        dc0[b * hidden + j] = dc[j];
+        j += step;
+    }
+}
+
+/// GRU forward over a window; cube `b` runs stream `b`. Writes `out [B, T, H]` and the tape:
+/// `gates [B, T, 3H]` (r, z, n after their nonlinearities), `hn [B, T, H]` (`h·W_hn + b_hn`,
+/// which r multiplies), `hprev [B, T, H]` (`h_0 … h_{T−1}`).
+#[cube(launch)]
+#[allow(clippy::too_many_arguments)]
+pub fn gru_forward_kernel<F: Float>(
+    xp: &Tensor<F>,
+    w: &Tensor<F>,
+    bias: &Tensor<F>,
+    h0: &Tensor<F>,
+    out: &mut Tensor<F>,
+    gates: &mut Tensor<F>,
+    hn: &mut Tensor<F>,
+    hprev: &mut Tensor<F>,
+    time: u32,
+    #[comptime] hidden: usize,
+    #[define(F)] _dtype: ElemType,
+) {
+    let b = CUBE_POS_X as usize;
+    let tid = UNIT_POS_X as usize;
+    let step = CUBE_DIM_X as usize;
+    let t_len = time as usize;
+    let g3 = 3 * hidden;
+    let mut h = Shared::<[F]>::new_slice(hidden);
+    let mut hp = Shared::<[F]>::new_slice(3 * hidden);
+
+    let mut j = tid;
+    while j < hidden {
+        h[j] = h0[b * hidden + j];
+        j += step;
+    }
+    sync_cube();
+    for t in 0..t_len {
+        let row = b * t_len + t;
+        // h_{t−1} · W_hh + b_hh, one gate column per thread.
+        let mut q = tid;
+        while q < g3 {
+            let mut acc = bias[q];
+            for k in 0..hidden {
+                acc += h[k] * w[k * g3 + q];
+            }
+            hp[q] = acc;
+            q += step;
+        }
+        sync_cube();
+        let mut j = tid;
+        while j < hidden {
+            let x = row * g3;
+            let r = sigmoid::<F>(xp[x + j] + hp[j]);
+            let z = sigmoid::<F>(xp[x + hidden + j] + hp[hidden + j]);
+            let n = tanh::<F>(xp[x + 2 * hidden + j] + r * hp[2 * hidden + j]);
+            let hj = h[j];
+            let ht = n + z * (hj - n);
+            hprev[row * hidden + j] = hj;
+            hn[row * hidden + j] = hp[2 * hidden + j];
+            gates[x + j] = r;
+            gates[x + hidden + j] = z;
+            gates[x + 2 * hidden + j] = n;
+            out[row * hidden + j] = ht;
+            h[j] = ht;
+            j += step;
+        }
+        sync_cube();
+    }
+}
+
+/// GRU backward over a window, in reverse time; cube `b` runs stream `b`. Writes `dxp [B, T, 3H]`
+/// (the gradient of `xp`), `dhp [B, T, 3H]` (of `h·W_hh + b_hh`: the weight and bias gradients
+/// are products and sums of it), `dh0 [B, H]`.
+#[cube(launch)]
+#[allow(clippy::too_many_arguments)]
+pub fn gru_backward_kernel<F: Float>(
+    dout: &Tensor<F>,
+    gates: &Tensor<F>,
+    hn: &Tensor<F>,
+    hprev: &Tensor<F>,
+    w_t: &Tensor<F>,
+    dxp: &mut Tensor<F>,
+    dhp: &mut Tensor<F>,
+    dh0: &mut Tensor<F>,
+    time: u32,
+    #[comptime] hidden: usize,
+    #[define(F)] _dtype: ElemType,
+) {
+    let b = CUBE_POS_X as usize;
+    let tid = UNIT_POS_X as usize;
+    let step = CUBE_DIM_X as usize;
+    let t_len = time as usize;
+    let g3 = 3 * hidden;
+    let one = F::new(1.0);
+    // dh: dL/dh_t from the later steps; direct: z·dL/dh_t, the part that skips W_hh.
+    let mut dh = Shared::<[F]>::new_slice(hidden);
+    let mut direct = Shared::<[F]>::new_slice(hidden);
+    let mut dg = Shared::<[F]>::new_slice(3 * hidden);
+
+    let mut j = tid;
+    while j < hidden {
+        dh[j] = F::new(0.0);
+        j += step;
+    }
+    sync_cube();
+    for s in 0..t_len {
+        let t = t_len - 1 - s;
+        let row = b * t_len + t;
+        let x = row * g3;
+        let mut j = tid;
+        while j < hidden {
+            let r = gates[x + j];
+            let z = gates[x + hidden + j];
+            let n = gates[x + 2 * hidden + j];
+            let dht = dout[row * hidden + j] + dh[j];
+            let dn = dht * (one - z) * (one - n * n);
+            let dz = dht * (hprev[row * hidden + j] - n) * z * (one - z);
+            let dr = dn * hn[row * hidden + j] * r * (one - r);
+            dxp[x + j] = dr;
+            dxp[x + hidden + j] = dz;
+            dxp[x + 2 * hidden + j] = dn;
+            dhp[x + j] = dr;
+            dhp[x + hidden + j] = dz;
+            dhp[x + 2 * hidden + j] = dn * r;
+            dg[j] = dr;
+            dg[hidden + j] = dz;
+            dg[2 * hidden + j] = dn * r;
+            direct[j] = dht * z;
+            j += step;
+        }
+        sync_cube();
+        let mut k = tid;
+        while k < hidden {
+            let mut acc = direct[k];
+            for q in 0..g3 {
+                acc += dg[q] * w_t[q * hidden + k];
+            }
+            dh[k] = acc;
+            k += step;
+        }
+        sync_cube();
+    }
+    let mut j = tid;
+    while j < hidden {
+        dh0[b * hidden + j] = dh[j];
+        j += step;
+    }
+}

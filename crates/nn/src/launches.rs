@@ -1,0 +1,86 @@
+//! Kernel launches of a training window on burn's GPU backends (cargo feature `wgpu`).
+//!
+//! On a GPU a small LSTM's training window is bound by launches, not arithmetic: the composed
+//! path issues a dozen kernels per layer and time step. This counts what a window really issues,
+//! through CubeCL's launch observer (called on the issuing thread before each submit), so tests
+//! can hold the count and `fastsoftmax profile-launches` can print it.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+use burn::optim::{GradientsParams, SgdConfig};
+use burn::tensor::Device;
+use cubecl::logging::{LaunchObservation, LaunchObserver};
+
+use crate::lm::{ids_tensor, Ops};
+use crate::LmConfig;
+
+/// Launches by kernel name.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Launches(pub BTreeMap<&'static str, usize>);
+
+impl Launches {
+    pub fn total(&self) -> usize {
+        self.0.values().sum()
+    }
+}
+
+#[derive(Default)]
+struct Counter(Mutex<BTreeMap<&'static str, usize>>);
+
+impl LaunchObserver for Counter {
+    fn launched(&self, kernel: &'static str) {
+        *self
+            .0
+            .lock()
+            .expect("counter lock")
+            .entry(kernel)
+            .or_default() += 1;
+    }
+}
+
+/// Runs `f` and counts the kernels launched meanwhile (on any thread: the observer is global,
+/// so nothing else may run kernels at the same time).
+pub fn count<R>(f: impl FnOnce() -> R) -> (R, Launches) {
+    let counter = Arc::new(Counter::default());
+    let watching = LaunchObservation::new(counter.clone());
+    let out = f();
+    drop(watching);
+    let counts = std::mem::take(&mut *counter.0.lock().expect("counter lock"));
+    (out, Launches(counts))
+}
+
+/// What one truncated-BPTT training window issues with `ops` on `device`: forward, backward,
+/// the clipping norm kept on the device, the SGD step, and one read of the loss. The window is
+/// run three times and the third counted, so compilation and autotuning are not.
+pub fn training_window(
+    config: &LmConfig,
+    ops: Ops,
+    vocab: usize,
+    batch: usize,
+    bptt: usize,
+    device: &Device,
+) -> Launches {
+    device.seed(1);
+    let mut model = config.init(vocab, device);
+    let mut optim = SgdConfig::new().init();
+    let ids: Vec<u32> = (0..batch * (bptt + 1))
+        .map(|i| ((i * 7919 + 13) % vocab) as u32)
+        .collect();
+    let x = ids_tensor(&ids[..batch * bptt], batch, bptt, device);
+    let y = ids_tensor(&ids[batch..batch * (bptt + 1)], batch, bptt, device);
+    let mut window = |model: crate::LanguageModel| {
+        let state = model.initial_state(batch, device);
+        let (loss, _) = model.loss_with(x.clone(), y.clone(), state, ops);
+        let grads = GradientsParams::from_grads(loss.backward(), &model);
+        let (grads, lr) = crate::train::clip(&model, grads, 0.25, 1.0, false);
+        let model = optim.step(lr, model, grads);
+        let _ = loss.into_scalar::<f32>();
+        model
+    };
+    for _ in 0..2 {
+        model = window(model);
+    }
+    let (_, launches) = count(|| window(model));
+    launches
+}
