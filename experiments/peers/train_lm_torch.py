@@ -38,6 +38,8 @@ def parser():
     ap.add_argument("--no-valid", action="store_true", help="skip validation (speed runs)")
     ap.add_argument("--test", action="store_true", help="test perplexity at the end")
     ap.add_argument("--json", action="store_true", help="one JSON object per epoch")
+    ap.add_argument("--device", default="cpu", help="cpu, or cuda (cuDNN's LSTM/GRU; losses are read once an epoch)")
+    ap.add_argument("--batch-size", type=int, help="override the config's batch_size")
     return ap
 
 
@@ -103,19 +105,25 @@ def main():
     cfg = json.load(open(a.config))
     m, t = cfg["model"], cfg["train"]
     epochs = a.epochs or t["epochs"]
+    if a.batch_size:
+        t["batch_size"] = a.batch_size
+    dev = torch.device(a.device)
+    sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
     torch.set_num_threads(a.threads)
     torch.manual_seed(t.get("seed", 1))
-    kernels = fastest.kernels(a.threads)
+    # On a GPU the CPU's BLAS does not train; a machine without threadpoolctl still runs.
+    kernels = fastest.kernels(a.threads) if dev.type == "cpu" else None
     train_words = read_tokens(os.path.join(a.data, "ptb.train.txt"))
     vocab = build_vocab(train_words)
     unk = vocab.get("<unk>")
     encode = lambda words: [vocab.get(w, unk) for w in words]  # noqa: E731
-    train = streams(encode(train_words), t["batch_size"])
-    valid = streams(encode(read_tokens(os.path.join(a.data, "ptb.valid.txt"))), 10)
-    model = LanguageModel(m["cell"], len(vocab), m["d_embed"], m["d_hidden"], m["n_layers"], m["init_range"])
+    train = streams(encode(train_words), t["batch_size"]).to(dev)
+    valid = streams(encode(read_tokens(os.path.join(a.data, "ptb.valid.txt"))), 10).to(dev)
+    model = LanguageModel(m["cell"], len(vocab), m["d_embed"], m["d_hidden"], m["n_layers"], m["init_range"]).to(dev)
     opt = torch.optim.SGD(model.parameters(), lr=t["lr"])
     lr, bptt = t["lr"], t["bptt"]
-    info = {"torch": torch.__version__, "threads": torch.get_num_threads(), "unset": UNSET,
+    info = {"torch": torch.__version__, "threads": torch.get_num_threads(), "unset": UNSET, "device": str(dev),
+            "gpu": torch.cuda.get_device_name(dev) if dev.type == "cuda" else None,
             "kernels": kernels, "mkldnn": torch.backends.mkldnn.is_available(),
             "cpu_capability": torch.backends.cpu.get_cpu_capability()}
     if not a.json:
@@ -131,6 +139,7 @@ def main():
         started = None
         for w in range(n_windows):
             if started is None and (epoch > 1 or w >= min(a.warmup, n_windows - 1)):
+                sync()
                 started = time.perf_counter()
             s = w * bptt
             x, y = train[:, s:s + bptt], train[:, s + 1:s + 1 + bptt]
@@ -142,11 +151,14 @@ def main():
             loss.backward()
             nn.utils.clip_grad_norm_(model.parameters(), t["clip_norm"])
             opt.step()
-            loss_sum += loss.item() * y.numel()
+            # On a GPU a read per window would wait for it: the sum stays a tensor there.
+            loss_sum += (loss.detach() if dev.type == "cuda" else loss.item()) * y.numel()
             tokens += y.numel()
             if started is not None:
                 timed_tokens += y.numel()
+        sync()
         seconds = time.perf_counter() - started
+        loss_sum = float(loss_sum)
         row = {"epoch": epoch, "lr": lr, "train_ppl": math.exp(loss_sum / tokens), "windows": n_windows,
                "tokens_timed": timed_tokens, "seconds": seconds, "tokens_per_s": timed_tokens / seconds,
                **info}

@@ -48,7 +48,11 @@ impl Backend {
             #[allow(deprecated)]
             Backend::Ndarray => Ok(Device::ndarray()),
             #[cfg(feature = "wgpu")]
-            Backend::Wgpu => Ok(Device::wgpu(burn::tensor::DeviceKind::default())),
+            Backend::Wgpu => {
+                let device = Device::wgpu(burn::tensor::DeviceKind::default());
+                probe(&device)?;
+                Ok(device)
+            }
             #[allow(unreachable_patterns)]
             other => Err(crate::Error::Invalid(format!(
                 "backend {name} is not compiled in; rebuild with `cargo build --release --features {name}`",
@@ -61,4 +65,35 @@ impl Backend {
     pub fn autodiff_device(self) -> crate::Result<Device> {
         Ok(self.device()?.autodiff())
     }
+}
+
+/// Runs a product and a sum on `device` and reads them back: a machine with no usable adapter
+/// (no GPU driver, no Vulkan loader, an adapter that lacks what training needs) fails here with
+/// a message, not mid-epoch with a panic. The driver's own panic text is kept out of the way.
+#[cfg(feature = "wgpu")]
+fn probe(device: &Device) -> crate::Result<()> {
+    use burn::tensor::Tensor;
+    let hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
+    let result = std::panic::catch_unwind(|| {
+        // Large enough for the reductions training runs (some adapters lack their f32 atomics).
+        let x = Tensor::<2>::ones([256, 256], device);
+        x.clone().matmul(x).sum().try_into_data()
+    });
+    std::panic::set_hook(hook);
+    let cause = match result {
+        Ok(Ok(data)) if data.as_slice::<f32>() == Ok(&[16_777_216.0][..]) => return Ok(()),
+        Ok(Ok(data)) => format!("a test product gave {data}"),
+        Ok(Err(e)) => e.to_string(),
+        Err(panic) => panic
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+            .unwrap_or_else(|| "it panicked".into()),
+    };
+    Err(crate::Error::Invalid(format!(
+        "--backend wgpu: no usable GPU adapter ({}); install the GPU's Vulkan driver (Mesa's \
+         mesa-vulkan-drivers runs it on the CPU) or train on --backend flex",
+        cause.lines().next().unwrap_or_default().trim()
+    )))
 }

@@ -42,11 +42,8 @@ impl LmState {
 pub enum Ops {
     /// burn ops only: runs on every backend.
     Composed,
-    /// [`crate::fused`]'s recurrent windows, the loss composed: burn's GPU backends (cargo
-    /// feature `wgpu`), where the windows are persistent CubeCL kernels.
-    FusedRecurrent,
     /// [`crate::fused`]: whole-window ops and the output layer's loss with hand-written
-    /// backwards (flex only).
+    /// backwards (flex, and the cubecl devices with the cargo feature `wgpu`).
     Fused,
 }
 
@@ -55,16 +52,9 @@ impl Ops {
     pub fn for_device(device: &Device) -> Ops {
         if crate::fused::available(device) {
             Ops::Fused
-        } else if crate::fused::recurrent_available(device) {
-            Ops::FusedRecurrent
         } else {
             Ops::Composed
         }
-    }
-
-    /// Whether the output layer's loss is [`crate::fused`]'s.
-    pub fn fused_loss(self) -> bool {
-        self == Ops::Fused
     }
 }
 
@@ -112,7 +102,7 @@ impl RecurrentLayer {
     ) -> Tensor<3> {
         match ops {
             Ops::Composed => self.forward_composed(x, h, c),
-            Ops::FusedRecurrent | Ops::Fused => self.forward_fused(x, h, c),
+            Ops::Fused => self.forward_fused(x, h, c),
         }
     }
 
@@ -371,7 +361,7 @@ impl LanguageModel {
                 let (w, b) = self.output_layer();
                 crate::fused::self_normalised_cross_entropy(h, w, b, targets, alpha)
             }
-            Ops::Composed | Ops::FusedRecurrent => {
+            Ops::Composed => {
                 let logits = self.logits(h);
                 let logp = log_softmax(logits.clone(), 1);
                 let picked = logp.clone().gather(1, targets.reshape([n, 1]));
@@ -403,7 +393,7 @@ impl LanguageModel {
     }
 
     /// [`LanguageModel::loss`] with the sampled softmax of [`crate::fused::sampled`] in place of
-    /// the full one (training only; flex only, see [`crate::fused::available`]).
+    /// the full one (training only; see [`sampled_cross_entropy`]).
     pub fn loss_sampled(
         &self,
         tokens: Tensor<2, Int>,
@@ -412,9 +402,10 @@ impl LanguageModel {
         negatives: &crate::fused::Negatives,
     ) -> (Tensor<1>, LmState) {
         let [batch, time] = tokens.dims();
-        let (h, state) = self.hidden_with(tokens, state, Ops::Fused);
+        let ops = Ops::for_device(&tokens.device());
+        let (h, state) = self.hidden_with(tokens, state, ops);
         let (w, b) = self.output_layer();
-        let loss = crate::fused::sampled_softmax_cross_entropy(
+        let loss = sampled_cross_entropy(
             h.reshape([batch * time, self.d_hidden]),
             w,
             b,
@@ -423,6 +414,61 @@ impl LanguageModel {
         );
         (loss, state)
     }
+}
+
+/// The sampled softmax loss (see [`crate::fused::sampled`]): flex's fused op on the CPU, the
+/// composition [`sampled_cross_entropy_composed`] on every other backend. `h [N, H]`,
+/// `w [H, V]`, `b [V]`, `targets [N]` → `[1]`.
+pub fn sampled_cross_entropy(
+    h: Tensor<2>,
+    w: Tensor<2>,
+    b: Tensor<1>,
+    targets: Tensor<1, Int>,
+    negatives: &crate::fused::Negatives,
+) -> Tensor<1> {
+    if crate::fused::on_cpu(&h.device()) {
+        crate::fused::sampled_softmax_cross_entropy(h, w, b, targets, negatives)
+    } else {
+        sampled_cross_entropy_composed(h, w, b, targets, negatives)
+    }
+}
+
+/// [`sampled_cross_entropy`] composed of burn ops, differentiated by burn: row n's loss is
+/// `logsumexp(z_t, z_1 … z_S) − z_t` with every logit corrected by `− log E[count]`, and a
+/// sampled word equal to the row's target left out of that row. The correction of every word is
+/// computed on the host from the ids alone, so nothing is read back from the device.
+pub fn sampled_cross_entropy_composed(
+    h: Tensor<2>,
+    w: Tensor<2>,
+    b: Tensor<1>,
+    targets: Tensor<1, Int>,
+    negatives: &crate::fused::Negatives,
+) -> Tensor<1> {
+    let device = h.device();
+    let [n, _] = h.dims();
+    let vocab = w.dims()[1];
+    let s = negatives.ids.len();
+    let log_e: Vec<f32> = (0..vocab as u32)
+        .map(|j| negatives.sampler.log_expected(j, negatives.tries))
+        .collect();
+    // b − log E, per word [V].
+    let offset = b - Tensor::<1>::from_data(TensorData::new(log_e, [vocab]), &device);
+    let ids: Vec<i64> = negatives.ids.iter().map(|&j| j as i64).collect();
+    let neg = Tensor::<1, Int>::from_data(TensorData::new(ids, [s]), &device);
+    // [N, S]: the sampled logits, an accidental hit pushed out of its row's softmax.
+    let z_neg = h.clone().matmul(w.clone().select(1, neg.clone()))
+        + offset.clone().select(0, neg.clone()).unsqueeze_dim(0);
+    let hits = targets
+        .clone()
+        .reshape([n, 1])
+        .expand([n, s])
+        .equal(neg.reshape([1, s]).expand([n, s]));
+    let z_neg = z_neg.mask_fill(hits, -1.0e9);
+    // [N, 1]: the target's logit.
+    let z_t = (h * w.select(1, targets.clone()).transpose()).sum_dim(1)
+        + offset.select(0, targets).unsqueeze_dim(1);
+    let logp = log_softmax(Tensor::cat(vec![z_t, z_neg], 1), 1);
+    logp.slice([0..n, 0..1]).mean().neg()
 }
 
 /// `log Z` of each row `[n, 1]` from its logits and log-softmax `[n, V]`: logit − log p, in any

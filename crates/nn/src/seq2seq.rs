@@ -353,20 +353,20 @@ impl Translator {
         let h = attn.reshape([b * t, a]).select(0, rows);
         let (w, bias) = self.output_layer();
         let nll = match (ops, negatives) {
-            (_, Some(neg)) => crate::fused::sampled_softmax_cross_entropy(
+            (_, Some(neg)) => crate::lm::sampled_cross_entropy(
                 h.clone(),
                 w.clone(),
                 bias.clone(),
                 targets.clone(),
                 neg,
             ),
-            (ops, None) if ops.fused_loss() => crate::fused::softmax_cross_entropy(
+            (Ops::Fused, None) => crate::fused::softmax_cross_entropy(
                 h.clone(),
                 w.clone(),
                 bias.clone(),
                 targets.clone(),
             ),
-            (_, None) => {
+            (Ops::Composed, None) => {
                 let n = targets.dims()[0];
                 let logits = h.clone().matmul(w.clone()) + bias.clone().unsqueeze_dim(0);
                 let logp = log_softmax(logits, 1);

@@ -145,11 +145,6 @@ pub fn train(cfg: &ExperimentConfig, opts: &TrainOptions, device: &Device) -> Re
     let sampler = match cfg.train.softmax {
         TrainingSoftmax::Full => None,
         TrainingSoftmax::Sampled { samples, power } => {
-            if !crate::fused::available(device) {
-                return Err(Error::Invalid(
-                    "train.softmax sampled runs on the flex backend; drop --backend or use kind full".into(),
-                ));
-            }
             if samples >= vocab.len() {
                 return Err(Error::Invalid(format!(
                     "train.softmax samples ({samples}) must be smaller than the vocabulary ({} words); use kind full for a vocabulary this small",
@@ -253,11 +248,6 @@ pub fn train(cfg: &ExperimentConfig, opts: &TrainOptions, device: &Device) -> Re
         let mut lstate = model.initial_state(t.batch_size, device);
         let (mut loss_sum, mut tokens) = (0.0f64, 0usize);
         let mut losses = PendingLosses::new(device);
-        let diverged = |loss: f32| {
-            Error::Invalid(format!(
-                "training diverged in epoch {epoch} (loss {loss}); lower train.lr or train.clip_norm in the config"
-            ))
-        };
         let mut phases = Phases::default();
         for (i, w) in streams.windows(t.bptt).take(n_windows).enumerate() {
             if opts
@@ -288,7 +278,7 @@ pub fn train(cfg: &ExperimentConfig, opts: &TrainOptions, device: &Device) -> Re
             phases.step_s += lap(&mut clock);
             bar.inc(1);
             if losses.due() || i + 1 == n_windows {
-                let (sum, n) = losses.read().map_err(diverged)?;
+                let (sum, n) = losses.read().map_err(|e| e.in_epoch(epoch))?;
                 loss_sum += sum;
                 tokens += n;
                 let secs = started.elapsed().as_secs_f64();
@@ -300,7 +290,7 @@ pub fn train(cfg: &ExperimentConfig, opts: &TrainOptions, device: &Device) -> Re
             }
         }
         // A window the budget cut short of the read above.
-        let (sum, n) = losses.read().map_err(diverged)?;
+        let (sum, n) = losses.read().map_err(|e| e.in_epoch(epoch))?;
         loss_sum += sum;
         tokens += n;
         bar.finish_and_clear();
@@ -518,7 +508,7 @@ fn global_grad_norm(model: &LanguageModel, grads: &GradientsParams) -> f64 {
     impl ModuleVisitor for SumSquares<'_> {
         fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
             if let Some(g) = self.grads.get::<D>(param.id) {
-                self.total += if crate::fused::available(&g.device()) {
+                self.total += if crate::fused::on_cpu(&g.device()) {
                     crate::fused::sum_of_squares(g)
                 } else {
                     (g.clone() * g).sum().into_scalar::<f64>()
@@ -546,7 +536,7 @@ impl PendingLosses {
     pub(crate) fn new(device: &Device) -> Self {
         PendingLosses {
             losses: Vec::new(),
-            on_host: crate::fused::available(device),
+            on_host: crate::fused::on_cpu(device),
         }
     }
 
@@ -560,26 +550,50 @@ impl PendingLosses {
         self.losses.len() >= if self.on_host { 1 } else { Self::BATCH }
     }
 
-    /// `(Σ loss · tokens, Σ tokens)` of the pending windows, in one read; `Err(loss)` names the
-    /// first loss that is not finite.
-    pub(crate) fn read(&mut self) -> std::result::Result<(f64, usize), f32> {
+    /// `(Σ loss · tokens, Σ tokens)` of the pending windows, in one read.
+    pub(crate) fn read(&mut self) -> std::result::Result<(f64, usize), LossError> {
         if self.losses.is_empty() {
             return Ok((0.0, 0));
         }
         let (tensors, counts): (Vec<_>, Vec<_>) = self.losses.drain(..).unzip();
         let values = Tensor::cat(tensors, 0)
-            .into_data()
+            .try_into_data()
+            .map_err(|e| LossError::Device(e.to_string()))?
             .convert::<f32>()
             .try_to_vec::<f32>()
-            .expect("f32 losses");
+            .map_err(|e| LossError::Device(format!("{e:?}")))?;
         let mut sum = 0.0f64;
         for (&loss, &n) in values.iter().zip(&counts) {
             if !loss.is_finite() {
-                return Err(loss);
+                return Err(LossError::NotFinite(loss));
             }
             sum += loss as f64 * n as f64;
         }
         Ok((sum, counts.iter().sum()))
+    }
+}
+
+/// Why [`PendingLosses::read`] has no losses.
+#[derive(Debug)]
+pub(crate) enum LossError {
+    /// A window's loss is NaN or infinite: training diverged.
+    NotFinite(f32),
+    /// The device failed while running the windows (out of memory, a lost device, a kernel
+    /// its driver cannot run).
+    Device(String),
+}
+
+impl LossError {
+    /// The error `train-lm` reports in `epoch`.
+    pub(crate) fn in_epoch(self, epoch: usize) -> Error {
+        match self {
+            LossError::NotFinite(loss) => Error::Invalid(format!(
+                "training diverged in epoch {epoch} (loss {loss}); lower train.lr or train.clip_norm in the config"
+            )),
+            LossError::Device(e) => Error::Invalid(format!(
+                "the device failed in epoch {epoch}: {e}; if it ran out of memory, lower train.batch_size or train.bptt, else train on --backend flex"
+            )),
+        }
     }
 }
 

@@ -34,7 +34,8 @@ use crate::fused::Sampler;
 use crate::lm::Ops;
 use crate::seq2seq::{NmtBatch, NmtConfig, Translator};
 use crate::train::{
-    append_line, lap, load_module, progress_bar, record_command, save_module, write_text, Phases,
+    append_line, lap, load_module, progress_bar, record_command, save_module, write_text,
+    PendingLosses, Phases,
 };
 use crate::{Error, Result};
 
@@ -344,11 +345,6 @@ pub fn train_nmt(
     let sampler = match t.softmax {
         TrainingSoftmax::Full => None,
         TrainingSoftmax::Sampled { samples, power } => {
-            if !crate::fused::available(device) {
-                return Err(Error::Invalid(
-                    "train.softmax sampled runs on the flex backend; drop --backend or use kind full".into(),
-                ));
-            }
             if samples >= tgt_vocab.len() {
                 return Err(Error::Invalid(format!(
                     "train.softmax samples ({samples}) must be smaller than the target vocabulary ({} words); use kind full",
@@ -438,6 +434,7 @@ pub fn train_nmt(
             "target tokens",
         );
         let (mut loss_sum, mut tokens) = (0.0f64, 0usize);
+        let mut losses = PendingLosses::new(device);
         let mut phases = Phases::default();
         for (i, ids) in order.iter().take(n_batches).enumerate() {
             if opts
@@ -455,24 +452,26 @@ pub fn train_nmt(
                 model.smoothed_loss(&batch, ops, negatives.as_ref(), t.label_smoothing);
             phases.forward_s += lap(&mut clock);
             let grads = GradientsParams::from_grads(objective.backward(), &model);
-            let loss = nll.into_scalar::<f32>() as f64;
+            losses.push(nll.detach(), batch.num_targets());
             phases.backward_s += lap(&mut clock);
-            if !loss.is_finite() {
-                return Err(Error::Invalid(format!(
-                    "training diverged in epoch {epoch} (loss {loss}); lower train.lr in the config"
-                )));
-            }
             model = optim.step(state.lr, model, grads);
             phases.step_s += lap(&mut clock);
-            loss_sum += loss * batch.num_targets() as f64;
-            tokens += batch.num_targets();
             bar.inc(batch.num_targets() as u64);
-            bar.set_message(format!(
-                "ppl {:.1} · {:.0} tok/s",
-                (loss_sum / tokens as f64).exp(),
-                tokens as f64 / started.elapsed().as_secs_f64()
-            ));
+            if losses.due() || i + 1 == n_batches {
+                let (sum, n) = losses.read().map_err(|e| e.in_epoch(epoch))?;
+                loss_sum += sum;
+                tokens += n;
+                bar.set_message(format!(
+                    "ppl {:.1} · {:.0} tok/s",
+                    (loss_sum / tokens.max(1) as f64).exp(),
+                    tokens as f64 / started.elapsed().as_secs_f64()
+                ));
+            }
         }
+        // A batch the budget cut short of the read above.
+        let (sum, n) = losses.read().map_err(|e| e.in_epoch(epoch))?;
+        loss_sum += sum;
+        tokens += n;
         bar.finish_and_clear();
         trained += started.elapsed();
         let seconds = started.elapsed().as_secs_f64();
@@ -604,14 +603,15 @@ pub fn train_nmt(
 pub fn perplexity(model: &Translator, data: &Parallel, batch_size: usize, pad: u32) -> f64 {
     let device = model.src_embedding.weight.device();
     let ops = Ops::for_device(&device);
-    let (mut nll, mut n) = (0.0f64, 0usize);
+    let mut losses = PendingLosses::new(&device);
     for ids in batches(&data.pairs, batch_size, 0) {
         let batch = make_batch(&data.pairs, &ids, pad);
-        let loss = model.loss(&batch, ops, None).into_scalar::<f32>() as f64;
-        nll += loss * batch.num_targets() as f64;
-        n += batch.num_targets();
+        losses.push(model.loss(&batch, ops, None), batch.num_targets());
     }
-    (nll / n.max(1) as f64).exp()
+    match losses.read() {
+        Ok((nll, n)) => (nll / n.max(1) as f64).exp(),
+        Err(_) => f64::NAN,
+    }
 }
 
 /// Greedy translations of every source of `data`, detokenized, in input order.

@@ -240,22 +240,24 @@ fn shifted_biases_keep_the_loss_and_centre_log_z() {
     }
 }
 
-/// The persistent CubeCL kernels of `fused::cube` against the composition on wgpu (Mesa's
-/// software Vulkan on machines without a GPU): loss, final state and every gradient.
+/// The CubeCL kernels of `fused::cube` (the persistent recurrent windows, the softmax
+/// cross-entropy) against the composition on wgpu (Mesa's software Vulkan on machines without a
+/// GPU): loss, final state and every gradient.
 #[cfg(feature = "wgpu")]
 #[test]
-fn wgpu_fused_recurrent_windows_match_composition() {
+fn wgpu_fused_ops_match_composition() {
     let device = fastsoftmax_nn::Backend::Wgpu.autodiff_device().unwrap();
-    assert_eq!(Ops::for_device(&device), Ops::FusedRecurrent);
-    check_on(&device, Ops::FusedRecurrent, Cell::Lstm, false, 0.0);
-    check_on(&device, Ops::FusedRecurrent, Cell::Gru, false, 0.0);
-    check_on(&device, Ops::FusedRecurrent, Cell::Lstm, true, 0.1);
+    assert_eq!(Ops::for_device(&device), Ops::Fused);
+    check_on(&device, Ops::Fused, Cell::Lstm, false, 0.0);
+    check_on(&device, Ops::Fused, Cell::Gru, false, 0.0);
+    check_on(&device, Ops::Fused, Cell::Lstm, true, 0.1);
 }
 
-/// Without autodiff (validation, inference) the windows run the forward kernels alone.
+/// Without autodiff (validation, inference) the forward kernels run alone; wider layers and a
+/// larger vocabulary than a cube has threads, so every kernel strides.
 #[cfg(feature = "wgpu")]
 #[test]
-fn wgpu_fused_recurrent_windows_run_without_autodiff() {
+fn wgpu_fused_ops_run_without_autodiff() {
     let device = fastsoftmax_nn::Backend::Wgpu.device().unwrap();
     device.seed(5);
     for cell in [Cell::Lstm, Cell::Gru] {
@@ -268,8 +270,8 @@ fn wgpu_fused_recurrent_windows_run_without_autodiff() {
             tied: false,
             init_range: 0.5,
         }
-        .init(20, &device);
-        let ids: Vec<u32> = (0..30).map(|i| (i * 3 % 20) as u32).collect();
+        .init(700, &device);
+        let ids: Vec<u32> = (0..30).map(|i| (i * 97 % 700) as u32).collect();
         let x = || ids_tensor(&ids, 3, 10, &device);
         let loss = |ops| {
             let state = model.initial_state(3, &device);
@@ -277,8 +279,83 @@ fn wgpu_fused_recurrent_windows_run_without_autodiff() {
         };
         assert_close(
             &format!("{cell:?} wgpu inference loss"),
-            &loss(Ops::FusedRecurrent),
+            &loss(Ops::Fused),
             &loss(Ops::Composed),
         );
     }
+}
+
+type Grads = (Vec<f32>, Vec<f32>, Vec<f32>, Vec<f32>);
+
+/// The sampled softmax's loss and its gradients of `h`, `w`, `b` on `device`, composed of burn
+/// ops or flex's fused op, on a seeded fixture whose negatives include some rows' targets
+/// (accidental hits).
+fn sampled_run(device: &Device, composed: bool) -> Grads {
+    use fastsoftmax_nn::fused::Sampler;
+    use std::sync::Arc;
+    let (n, d, v) = (9, 5, 40);
+    let leaf = |len, dims: Vec<usize>, seed| {
+        Tensor::<2>::from_floats(
+            burn::tensor::TensorData::new(seeded_values(len, seed), dims),
+            device,
+        )
+        .require_grad()
+    };
+    let counts: Vec<u64> = (0..v as u64).map(|i| 1 + (v as u64 - i) * 3).collect();
+    let negatives = Arc::new(Sampler::new(&counts, 0.75)).draw(12, 4);
+    let targets: Vec<u32> = (0..n).map(|i| ((i * 7) % v) as u32).collect();
+    assert!(
+        targets.iter().any(|t| negatives.ids.contains(t)),
+        "no accidental hit"
+    );
+    let h = leaf(n * d, vec![n, d], 31);
+    let w = leaf(d * v, vec![d, v], 32);
+    let b = leaf(v, vec![1, v], 33);
+    let y = ids_tensor(&targets, 1, n, device).reshape([n]);
+    let b1 = b.clone().reshape([v]);
+    let loss = if composed {
+        fastsoftmax_nn::lm::sampled_cross_entropy_composed(h.clone(), w.clone(), b1, y, &negatives)
+    } else {
+        fastsoftmax_nn::fused::sampled_softmax_cross_entropy(
+            h.clone(),
+            w.clone(),
+            b1,
+            y,
+            &negatives,
+        )
+    };
+    let grads = loss.backward();
+    let g = |t: &Tensor<2>| values(t.grad(&grads).expect("gradient"));
+    (values(loss), g(&h), g(&w), g(&b))
+}
+
+fn assert_sampled_close(what: &str, got: &Grads, want: &Grads) {
+    assert_close(&format!("{what} loss"), &got.0, &want.0);
+    assert_close(&format!("{what} dL/dh"), &got.1, &want.1);
+    assert_close(&format!("{what} dL/dW"), &got.2, &want.2);
+    assert_close(&format!("{what} dL/db"), &got.3, &want.3);
+}
+
+/// The sampled softmax composed of burn ops (what GPU backends train with) against flex's fused
+/// op.
+#[test]
+fn composed_sampled_softmax_matches_the_fused_op() {
+    let device = Device::flex().autodiff();
+    assert_sampled_close(
+        "sampled, composed on flex",
+        &sampled_run(&device, true),
+        &sampled_run(&device, false),
+    );
+}
+
+/// On wgpu the sampled softmax is the composition: the same loss and gradients as flex's op.
+#[cfg(feature = "wgpu")]
+#[test]
+fn wgpu_sampled_softmax_matches_the_fused_op() {
+    let wgpu = fastsoftmax_nn::Backend::Wgpu.autodiff_device().unwrap();
+    assert_sampled_close(
+        "sampled on wgpu",
+        &sampled_run(&wgpu, true),
+        &sampled_run(&Device::flex().autodiff(), false),
+    );
 }

@@ -1,6 +1,6 @@
 //! Kernel launches of a training window on wgpu (Mesa's software Vulkan on machines without a
-//! GPU): the persistent recurrent kernels hold a 2-layer LSTM to at most 12 launches per time
-//! step, forward and backward together. Its own test binary: the launch observer is global, and
+//! GPU): the persistent recurrent kernels hold a 2-layer LSTM or GRU to at most 12 launches per
+//! time step, forward and backward together. Its own test binary: the launch observer is global, and
 //! another test's kernels running beside it would be counted.
 #![cfg(feature = "wgpu")]
 
@@ -10,10 +10,16 @@ use fastsoftmax_nn::lm::Ops;
 use fastsoftmax_nn::LmConfig;
 
 #[test]
-fn wgpu_launches_per_time_step_of_a_two_layer_lstm() {
+fn wgpu_launches_per_time_step_of_a_two_layer_lstm_and_gru() {
+    for cell in [Cell::Lstm, Cell::Gru] {
+        check(cell);
+    }
+}
+
+fn check(cell: Cell) {
     let device = fastsoftmax_nn::Backend::Wgpu.autodiff_device().unwrap();
     let config = LmConfig {
-        cell: Cell::Lstm,
+        cell,
         d_embed: 32,
         d_hidden: 32,
         n_layers: 2,
@@ -22,16 +28,15 @@ fn wgpu_launches_per_time_step_of_a_two_layer_lstm() {
         init_range: 0.1,
     };
     let (vocab, batch, bptt) = (300, 4, 20);
-    let fused = training_window(&config, Ops::FusedRecurrent, vocab, batch, bptt, &device);
+    let fused = training_window(&config, Ops::Fused, vocab, batch, bptt, &device);
     let composed = training_window(&config, Ops::Composed, vocab, batch, bptt, &device);
     let per_step = |n: usize| n as f64 / bptt as f64;
     eprintln!(
-        "launches per window: fused {} ({:.2} per step), composed {} ({:.2} per step)\nfused: {:?}",
+        "{cell:?} launches per window: fused {} ({:.2} per step), composed {} ({:.2} per step)",
         fused.total(),
         per_step(fused.total()),
         composed.total(),
         per_step(composed.total()),
-        fused.0
     );
     assert!(
         per_step(fused.total()) <= 12.0,

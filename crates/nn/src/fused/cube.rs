@@ -1,10 +1,13 @@
-//! The recurrent window ops on burn's CubeCL backend (cargo feature `wgpu`): the persistent
-//! kernels of [`super::cube_kernels`] behind a backend extension, so that burn's kernel fusion
-//! sees each as one custom operation, and the autodiff node that runs their backward.
+//! The fused training ops on burn's CubeCL backend (cargo feature `wgpu`): the persistent
+//! recurrent kernels and the softmax cross-entropy of [`super::cube_kernels`] behind a backend
+//! extension, so that burn's kernel fusion sees each as one custom operation, and the autodiff
+//! nodes that run their backwards.
 //!
 //! Per window and layer that is one kernel forward; backward, one kernel for the recurrence plus
 //! two products (the weight gradient over the whole window, the transpose it reads) and one sum
 //! (the bias gradient). The input projection stays burn's `Linear` on the `[B·T, d_in]` matrix.
+//! The output layer is the product `h·W` and one kernel per row (bias, `log Z`, the loss);
+//! backward, one element-wise kernel for `dlogits` and the three products.
 
 use burn::backend::autodiff::checkpoint::base::Checkpointer;
 use burn::backend::autodiff::checkpoint::strategy::CheckpointStrategy;
@@ -14,7 +17,7 @@ use burn::backend::autodiff::{Autodiff, NodeId};
 use burn::backend::cubecl::dtype_to_storage_type;
 use burn::backend::fusion::custom::TensorSpec;
 use burn::backend::ops::FloatTensorOps;
-use burn::backend::tensor::FloatTensor;
+use burn::backend::tensor::{FloatTensor, IntTensor};
 use burn::backend::{backend_extension, Backend, Cube};
 use burn::tensor::Shape;
 use burn_cubecl::kernel::into_contiguous;
@@ -24,12 +27,13 @@ use burn_cubecl::CubeBackend;
 use cubecl::prelude::*;
 
 use super::cube_kernels as k;
-use super::RecurrentOps;
+use super::{LossOps, RecurrentOps};
 
-/// The kernels as one extension op each; [`RecurrentOps`] for `Autodiff<Cube>` composes them.
+/// The kernels as one extension op each; [`RecurrentOps`] and [`LossOps`] for `Autodiff<Cube>`
+/// compose them.
 #[backend_extension(Cube, Fusion)]
 #[allow(clippy::type_complexity)]
-pub trait CubeRecurrent: Backend {
+pub trait CubeKernels: Backend {
     /// `(xp [B,T,4H], w_hh [H,4H], b_hh [4H], h0, c0 [B,H])` → `(out [B,T+1,H], gates [B,T,4H],
     /// cells [B,T,H], hprev [B,T,H])`; see [`k::lstm_forward_kernel`].
     #[fusion(meta = lstm_forward_meta)]
@@ -94,6 +98,53 @@ pub trait CubeRecurrent: Backend {
         FloatTensor<Self>,
         FloatTensor<Self>,
     );
+
+    /// `(h [N,H], w [H,V], b [V], targets [N], α)` → `(loss [1], logits [N,V], log_z [N])`: the
+    /// mean of `log Z − z_target + α·(log Z)²`; see [`k::xent_rows_kernel`].
+    #[fusion(meta = xent_forward_meta)]
+    fn xent_forward(
+        h: FloatTensor<Self>,
+        w: FloatTensor<Self>,
+        b: FloatTensor<Self>,
+        targets: IntTensor<Self>,
+        alpha: f32,
+    ) -> (FloatTensor<Self>, FloatTensor<Self>, FloatTensor<Self>);
+
+    /// `(dloss [1], logits, log_z, h, w, targets, α)` → `(dh [N,H], dw [H,V], db [V])`.
+    #[fusion(meta = xent_backward_meta)]
+    fn xent_backward(
+        dloss: FloatTensor<Self>,
+        logits: FloatTensor<Self>,
+        log_z: FloatTensor<Self>,
+        h: FloatTensor<Self>,
+        w: FloatTensor<Self>,
+        targets: IntTensor<Self>,
+        alpha: f32,
+    ) -> (FloatTensor<Self>, FloatTensor<Self>, FloatTensor<Self>);
+}
+
+fn xent_forward_meta(
+    h: &TensorSpec,
+    w: &TensorSpec,
+    _b: &TensorSpec,
+    _targets: &TensorSpec,
+    _alpha: &f32,
+) -> (TensorSpec, TensorSpec, TensorSpec) {
+    let (n, v) = (h.shape[0], w.shape[1]);
+    (spec(h, &[1]), spec(h, &[n, v]), spec(h, &[n]))
+}
+
+fn xent_backward_meta(
+    _dloss: &TensorSpec,
+    _logits: &TensorSpec,
+    _log_z: &TensorSpec,
+    h: &TensorSpec,
+    w: &TensorSpec,
+    _targets: &TensorSpec,
+    _alpha: &f32,
+) -> (TensorSpec, TensorSpec, TensorSpec) {
+    let (n, d, v) = (h.shape[0], h.shape[1], w.shape[1]);
+    (spec(h, &[n, d]), spec(w, &[d, v]), spec(w, &[v]))
 }
 
 fn spec(like: &TensorSpec, dims: &[usize]) -> TensorSpec {
@@ -200,7 +251,7 @@ fn weight_grads(a: CubeTensor, g: CubeTensor) -> (CubeTensor, CubeTensor) {
     (dw, db)
 }
 
-impl CubeRecurrent for CubeBackend {
+impl CubeKernels for CubeBackend {
     fn lstm_forward(
         xp: CubeTensor,
         w_hh: CubeTensor,
@@ -338,9 +389,80 @@ impl CubeRecurrent for CubeBackend {
         let (dw, db) = weight_grads(hprev, dhp);
         (dxp, dw, db, dh0)
     }
+
+    fn xent_forward(
+        h: CubeTensor,
+        w: CubeTensor,
+        b: CubeTensor,
+        targets: CubeTensor,
+        alpha: f32,
+    ) -> (CubeTensor, CubeTensor, CubeTensor) {
+        type B = CubeBackend;
+        let n = h.meta.shape()[0];
+        // The product into a fresh contiguous [N, V]; the kernel adds the bias in place.
+        let logits = into_contiguous(B::float_matmul(h, w));
+        let [b, targets] = [b, targets].map(into_contiguous);
+        let log_z = empty(&logits, &[n]);
+        let rows = empty(&logits, &[n]);
+        const THREADS: usize = 256;
+        k::xent_rows_kernel::launch(
+            &logits.client.clone(),
+            CubeCount::Static(n as u32, 1, 1),
+            CubeDim::new_1d(THREADS as u32),
+            logits.clone().into_tensor_arg(),
+            b.into_tensor_arg(),
+            targets.clone().into_tensor_arg(),
+            log_z.clone().into_tensor_arg(),
+            rows.clone().into_tensor_arg(),
+            alpha,
+            THREADS,
+            [
+                dtype_to_storage_type(logits.dtype),
+                dtype_to_storage_type(targets.dtype),
+            ],
+        );
+        let loss = B::float_div_scalar(B::float_sum(rows), (n.max(1) as f32).into());
+        (loss, logits, log_z)
+    }
+
+    fn xent_backward(
+        dloss: CubeTensor,
+        logits: CubeTensor,
+        log_z: CubeTensor,
+        h: CubeTensor,
+        w: CubeTensor,
+        targets: CubeTensor,
+        alpha: f32,
+    ) -> (CubeTensor, CubeTensor, CubeTensor) {
+        type B = CubeBackend;
+        let [dloss, targets] = [dloss, targets].map(into_contiguous);
+        let [n, v] = logits.meta.shape().dims::<2>();
+        let grad = empty(&logits, &[n, v]);
+        let cube_dim = CubeDim::new(&logits.client, n * v);
+        let count = cubecl::calculate_cube_count_elemwise(&logits.client, n * v, cube_dim);
+        k::xent_grad_kernel::launch(
+            &logits.client.clone(),
+            count,
+            cube_dim,
+            logits.clone().into_tensor_arg(),
+            log_z.into_tensor_arg(),
+            targets.clone().into_tensor_arg(),
+            dloss.into_tensor_arg(),
+            grad.clone().into_tensor_arg(),
+            alpha,
+            [
+                dtype_to_storage_type(logits.dtype),
+                dtype_to_storage_type(targets.dtype),
+            ],
+        );
+        let dh = B::float_matmul(grad.clone(), B::float_transpose(w));
+        let dw = B::float_matmul(B::float_transpose(h), grad.clone());
+        let db = B::float_reshape(B::float_sum_dim(grad, 0), Shape::new([v]));
+        (dh, dw, db)
+    }
 }
 
-// ---- RecurrentOps on Cube, with and without autodiff --------------------------------------------
+// ---- RecurrentOps and LossOps on Cube, with and without autodiff----------------------------------------
 
 impl RecurrentOps for Cube {
     fn lstm_window(
@@ -480,5 +602,80 @@ impl Backward<Cube, 4> for GruBackward {
 fn register(grads: &mut Gradients, parent: Option<NodeId>, g: FloatTensor<Cube>) {
     if let Some(id) = parent {
         grads.register::<Cube>(id, g);
+    }
+}
+
+impl LossOps for Cube {
+    fn softmax_xent(
+        h: FloatTensor<Self>,
+        w: FloatTensor<Self>,
+        b: FloatTensor<Self>,
+        targets: IntTensor<Self>,
+        alpha: f32,
+    ) -> FloatTensor<Self> {
+        Cube::xent_forward(h, w, b, targets, alpha).0
+    }
+}
+
+impl<C: CheckpointStrategy> LossOps for Autodiff<Cube, C> {
+    fn softmax_xent(
+        h: FloatTensor<Self>,
+        w: FloatTensor<Self>,
+        b: FloatTensor<Self>,
+        targets: IntTensor<Self>,
+        alpha: f32,
+    ) -> FloatTensor<Self> {
+        let nodes = [h.node(), w.node(), b.node()];
+        match XentBackward.prepare::<C>(nodes).compute_bound().stateful() {
+            OpsKind::Tracked(prep) => {
+                let [h, w, b] = [h, w, b].map(|t| t.into_primitive());
+                let (loss, logits, log_z) =
+                    Cube::xent_forward(h.clone(), w.clone(), b, targets.clone(), alpha);
+                let state = XentState {
+                    logits,
+                    log_z,
+                    h,
+                    w,
+                    targets,
+                    alpha,
+                };
+                prep.finish(state, loss)
+            }
+            OpsKind::UnTracked(prep) => prep.finish(Cube::softmax_xent(
+                h.into_primitive(),
+                w.into_primitive(),
+                b.into_primitive(),
+                targets,
+                alpha,
+            )),
+        }
+    }
+}
+
+#[derive(Debug)]
+struct XentBackward;
+
+#[derive(Debug, Clone)]
+struct XentState {
+    logits: FloatTensor<Cube>,
+    log_z: FloatTensor<Cube>,
+    h: FloatTensor<Cube>,
+    w: FloatTensor<Cube>,
+    targets: IntTensor<Cube>,
+    alpha: f32,
+}
+
+impl Backward<Cube, 3> for XentBackward {
+    type State = XentState;
+
+    fn backward(self, ops: Ops<XentState, 3>, grads: &mut Gradients, _: &mut Checkpointer) {
+        let [h, w, b] = ops.parents.map(|p| p.map(|node| node.id));
+        let dloss = grads.consume::<Cube>(&ops.node);
+        let s = ops.state;
+        let (dh, dw, db) =
+            Cube::xent_backward(dloss, s.logits, s.log_z, s.h, s.w, s.targets, s.alpha);
+        for (id, g) in [(h, dh), (w, dw), (b, db)] {
+            register(grads, id, g);
+        }
     }
 }

@@ -341,3 +341,103 @@ pub fn gru_backward_kernel<F: Float>(
         j += step;
     }
 }
+
+/// The max (`max`) or the sum of the cube's values (one per thread) by a tree in shared memory;
+/// every thread gets it.
+#[cube]
+fn cube_reduce<F: Float>(value: F, scratch: &mut Shared<[F]>, #[comptime] max: bool) -> F {
+    let tid = UNIT_POS_X as usize;
+    scratch[tid] = value;
+    sync_cube();
+    let mut s = CUBE_DIM_X as usize / 2;
+    while s > 0 {
+        if tid < s {
+            let other = scratch[tid + s];
+            if max {
+                if other > scratch[tid] {
+                    scratch[tid] = other;
+                }
+            } else {
+                scratch[tid] += other;
+            }
+        }
+        sync_cube();
+        s /= 2;
+    }
+    let out = scratch[0];
+    sync_cube();
+    out
+}
+
+/// Softmax cross-entropy per row; cube `n` runs row `n` of `logits [N, V]` (`h·W`, the bias
+/// added here in place so the backward reads the true logits). Writes `log_z [N]` and
+/// `loss [N]` = `log Z − z_target + α·(log Z)²`. `threads` is the cube's size, a power of two.
+#[cube(launch)]
+pub fn xent_rows_kernel<F: Float, I: Int>(
+    logits: &mut Tensor<F>,
+    bias: &Tensor<F>,
+    targets: &Tensor<I>,
+    log_z: &mut Tensor<F>,
+    loss: &mut Tensor<F>,
+    alpha: f32,
+    #[comptime] threads: usize,
+    #[define(F, I)] _dtypes: [ElemType; 2],
+) {
+    let n = CUBE_POS_X as usize;
+    let tid = UNIT_POS_X as usize;
+    let step = CUBE_DIM_X as usize;
+    let vocab = logits.shape(1);
+    let row = n * vocab;
+    let mut scratch = Shared::<[F]>::new_slice(threads);
+
+    let mut local = F::new(-3.0e38);
+    let mut v = tid;
+    while v < vocab {
+        let z = logits[row + v] + bias[v];
+        logits[row + v] = z;
+        if z > local {
+            local = z;
+        }
+        v += step;
+    }
+    let max = cube_reduce::<F>(local, &mut scratch, true);
+    let mut local = F::new(0.0);
+    let mut v = tid;
+    while v < vocab {
+        local += F::exp(logits[row + v] - max);
+        v += step;
+    }
+    let lz = max + F::ln(cube_reduce::<F>(local, &mut scratch, false));
+    if tid == 0 {
+        let target = u32::cast_from(targets[n]) as usize;
+        log_z[n] = lz;
+        loss[n] = lz - logits[row + target] + F::cast_from(alpha) * lz * lz;
+    }
+}
+
+/// The gradient of [`xent_rows_kernel`]'s mean loss with respect to the logits, one element per
+/// unit: `dloss[0] / N · (p_v·(1 + 2α log Z) − [v = target])`, `p_v = exp(z_v − log Z)`.
+#[cube(launch)]
+pub fn xent_grad_kernel<F: Float, I: Int>(
+    logits: &Tensor<F>,
+    log_z: &Tensor<F>,
+    targets: &Tensor<I>,
+    dloss: &Tensor<F>,
+    grad: &mut Tensor<F>,
+    alpha: f32,
+    #[define(F, I)] _dtypes: [ElemType; 2],
+) {
+    let pos = ABSOLUTE_POS;
+    let rows = log_z.shape(0);
+    let vocab = logits.shape(1);
+    if pos >= rows * vocab {
+        terminate!();
+    }
+    let n = pos / vocab;
+    let lz = log_z[n];
+    let mut g = F::exp(logits[pos] - lz) * (F::new(1.0) + F::new(2.0) * F::cast_from(alpha) * lz);
+    if pos % vocab == u32::cast_from(targets[n]) as usize {
+        g -= F::new(1.0);
+    }
+    grad[pos] = g * dloss[0] / F::cast_from(rows as u32);
+}

@@ -19,8 +19,9 @@
 //! - [`xent`]: the output layer + softmax cross-entropy kernels.
 //! - [`sampled`]: the sampled softmax (large-vocabulary training) kernels.
 //! - [`vector`]: the element-wise and reduction loops they share.
-//! - `cube` (cargo feature `wgpu`): the recurrent windows on burn's GPU backends, as persistent
-//!   CubeCL kernels with their backward ([`RecurrentOps`] is the extension both implement).
+//! - `cube` (cargo feature `wgpu`): the recurrent windows and the output layer's loss on burn's
+//!   GPU backends as CubeCL kernels with their backwards ([`RecurrentOps`] and [`LossOps`] are
+//!   the extensions flex and cubecl both implement; [`FusedOps`] is flex's alone).
 
 #[cfg(feature = "wgpu")]
 pub mod cube;
@@ -47,17 +48,10 @@ use gemm::MatRef;
 use recurrent::{GruTape, LstmTape, Window};
 pub use sampled::{Negatives, Sampler};
 
-/// True when `device` (with or without autodiff) runs every fused op: burn's `flex` backend.
+/// True when `device` (with or without autodiff) runs the fused windows and output layer
+/// ([`lstm_window`], [`gru_window`], [`softmax_cross_entropy`]): burn's `flex` backend and, with
+/// the cargo feature `wgpu`, every cubecl device.
 pub fn available(device: &Device) -> bool {
-    matches!(
-        device.clone().inner().as_dispatch(),
-        DispatchDevice::Flex(_)
-    )
-}
-
-/// True when `device` runs the fused recurrent windows ([`lstm_window`], [`gru_window`]): flex,
-/// and with the cargo feature `wgpu` every cubecl device.
-pub fn recurrent_available(device: &Device) -> bool {
     match device.clone().inner().as_dispatch() {
         DispatchDevice::Flex(_) => true,
         #[cfg(feature = "wgpu")]
@@ -65,6 +59,15 @@ pub fn recurrent_available(device: &Device) -> bool {
         #[allow(unreachable_patterns)]
         _ => false,
     }
+}
+
+/// True on burn's `flex` backend: the CPU, where the ops of [`FusedOps`] (the sampled softmax,
+/// the one-pass clipping norm) run and reading a scalar back costs nothing.
+pub fn on_cpu(device: &Device) -> bool {
+    matches!(
+        device.clone().inner().as_dispatch(),
+        DispatchDevice::Flex(_)
+    )
 }
 
 /// LSTM window: `xp [B, T, 4H]` (input projection with its bias), `w_hh [H, 4H]`, `b_hh [4H]`,
@@ -130,7 +133,7 @@ pub fn self_normalised_cross_entropy(
     targets: Tensor<1, Int>,
     alpha: f32,
 ) -> Tensor<1> {
-    Tensor::from_dispatch(<Dispatch as FusedOps>::softmax_xent(
+    Tensor::from_dispatch(<Dispatch as LossOps>::softmax_xent(
         h.into_dispatch(),
         w.into_dispatch(),
         b.into_dispatch(),
@@ -188,10 +191,10 @@ pub trait RecurrentOps: Backend {
     ) -> FloatTensor<Self>;
 }
 
-/// The fused output layers and the clipping norm as a burn backend extension (flex, with and
-/// without autodiff).
-#[backend_extension(Flex, Autodiff)]
-pub trait FusedOps: Backend {
+/// The output layer with its softmax cross-entropy as a burn backend extension: flex's loops
+/// ([`xent`]) and, with the cargo feature `wgpu`, the CubeCL kernels of [`cube`].
+#[backend_extension(Flex, Cube: cfg(feature = "wgpu"), Autodiff)]
+pub trait LossOps: Backend {
     /// See [`self_normalised_cross_entropy`].
     fn softmax_xent(
         h: FloatTensor<Self>,
@@ -200,6 +203,12 @@ pub trait FusedOps: Backend {
         targets: IntTensor<Self>,
         alpha: f32,
     ) -> FloatTensor<Self>;
+}
+
+/// The ops that run on the CPU only: the sampled softmax and the clipping norm (flex, with and
+/// without autodiff).
+#[backend_extension(Flex, Autodiff)]
+pub trait FusedOps: Backend {
     /// See [`sampled_softmax_cross_entropy`].
     fn sampled_xent(
         h: FloatTensor<Self>,
@@ -233,7 +242,7 @@ impl RecurrentOps for Flex {
     }
 }
 
-impl FusedOps for Flex {
+impl LossOps for Flex {
     fn softmax_xent(
         h: FlexTensor,
         w: FlexTensor,
@@ -245,7 +254,9 @@ impl FusedOps for Flex {
         tape.recycle();
         loss
     }
+}
 
+impl FusedOps for Flex {
     fn sampled_xent(
         h: FlexTensor,
         w: FlexTensor,
@@ -330,7 +341,7 @@ impl<C: CheckpointStrategy> RecurrentOps for Autodiff<Flex, C> {
     }
 }
 
-impl<C: CheckpointStrategy> FusedOps for Autodiff<Flex, C> {
+impl<C: CheckpointStrategy> LossOps for Autodiff<Flex, C> {
     fn softmax_xent(
         h: FloatTensor<Self>,
         w: FloatTensor<Self>,
@@ -361,7 +372,9 @@ impl<C: CheckpointStrategy> FusedOps for Autodiff<Flex, C> {
             )),
         }
     }
+}
 
+impl<C: CheckpointStrategy> FusedOps for Autodiff<Flex, C> {
     fn sampled_xent(
         h: FloatTensor<Self>,
         w: FloatTensor<Self>,
