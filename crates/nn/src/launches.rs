@@ -73,8 +73,8 @@ pub fn training_window(
         let state = model.initial_state(batch, device);
         let (loss, _) = model.loss_with(x.clone(), y.clone(), state, ops);
         let grads = GradientsParams::from_grads(loss.backward(), &model);
-        let (grads, lr) = crate::train::clip(&model, grads, 0.25, 1.0, false);
-        let model = optim.step(lr, model, grads);
+        let scale = crate::train::clip_scale(&model, &grads, 0.25, false);
+        let model = crate::train::sgd_step(model, &mut optim, grads, 1.0, scale);
         let _ = loss.into_scalar::<f32>();
         model
     };

@@ -14,8 +14,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
-use burn::module::{Module, ModuleVisitor, Param};
-use burn::optim::{GradientsParams, SgdConfig};
+use burn::module::{Module, ModuleMapper, ModuleVisitor, Param};
+use burn::optim::{GradientsParams, ModuleOptimizer, SgdConfig};
 use burn::tensor::{Device, Tensor};
 use fastsoftmax_data::batch::Streams;
 use fastsoftmax_infer::Vocab;
@@ -272,9 +272,9 @@ pub fn train(cfg: &ExperimentConfig, opts: &TrainOptions, device: &Device) -> Re
             let grads = GradientsParams::from_grads(loss.backward(), &model);
             losses.push(loss.detach(), w.batch_size * w.len);
             phases.backward_s += lap(&mut clock);
-            let (grads, lr) = clip(&model, grads, t.clip_norm, state.lr, losses.on_host);
+            let scale = clip_scale(&model, &grads, t.clip_norm, losses.on_host);
             phases.clip_s += lap(&mut clock);
-            model = optim.step(lr, model, grads);
+            model = sgd_step(model, &mut optim, grads, state.lr, scale);
             phases.step_s += lap(&mut clock);
             bar.inc(1);
             if losses.due() || i + 1 == n_windows {
@@ -430,26 +430,28 @@ pub(crate) fn load_module<M: Module>(model: M, path: &Path) -> Result<M> {
     })
 }
 
-/// Clips the global gradient norm to `clip_norm`: `(gradients, learning rate)` for plain SGD.
-///
-/// On the CPU (`on_host`) the norm is read and the clip is a scaled step (SGD is linear in the
-/// gradient). On a GPU reading it would wait for the whole window to finish every window, so the
-/// norm and the scale `clip / max(norm, clip)` stay tensors on the device and scale the gradients.
-pub(crate) fn clip(
+/// How much of the gradient an SGD step takes: `min(1, clip / ‖g‖)` for the global norm `‖g‖`.
+pub(crate) enum ClipScale {
+    /// Read to the host (the CPU, where a read costs nothing).
+    Host(f64),
+    /// Kept on the device as `[1]`: on a GPU a read would wait for the whole window every window.
+    Device(Box<Tensor<1>>),
+}
+
+/// The clip of the global gradient norm to `clip_norm`, read to the host when `on_host`.
+pub(crate) fn clip_scale(
     model: &LanguageModel,
-    grads: GradientsParams,
+    grads: &GradientsParams,
     clip_norm: f64,
-    lr: f64,
     on_host: bool,
-) -> (GradientsParams, f64) {
+) -> ClipScale {
     if on_host {
-        let norm = global_grad_norm(model, &grads);
-        let scale = if norm > clip_norm {
+        let norm = global_grad_norm(model, grads);
+        return ClipScale::Host(if norm > clip_norm {
             clip_norm / norm
         } else {
             1.0
-        };
-        return (grads, lr * scale);
+        });
     }
     struct SumSquares<'a> {
         grads: &'a GradientsParams,
@@ -466,37 +468,61 @@ pub(crate) fn clip(
             }
         }
     }
-    struct Scale<'a> {
-        grads: &'a mut GradientsParams,
-        scale: Tensor<1>,
+    let mut sum = SumSquares { grads, total: None };
+    model.visit(&mut sum);
+    match sum.total {
+        Some(total) => ClipScale::Device(Box::new(
+            total
+                .sqrt()
+                .clamp_min(clip_norm)
+                .recip()
+                .mul_scalar(clip_norm),
+        )),
+        None => ClipScale::Host(1.0),
     }
-    impl ModuleVisitor for Scale<'_> {
-        fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
-            if let Some(g) = self.grads.remove::<D>(param.id) {
-                let scale = self.scale.clone().reshape([1; D]);
-                self.grads.register::<D>(param.id, g * scale);
-            }
+}
+
+/// One plain-SGD step of `lr · scale` (SGD is linear in the gradient, so the clip is a scaled
+/// step): burn's SGD for a host scale; for a device scale every parameter takes
+/// `p − lr · scale · g` in one element-wise pass, nothing read back.
+pub(crate) fn sgd_step(
+    model: LanguageModel,
+    optim: &mut ModuleOptimizer,
+    grads: GradientsParams,
+    lr: f64,
+    scale: ClipScale,
+) -> LanguageModel {
+    let scale = match scale {
+        ClipScale::Host(scale) => return optim.step(lr * scale, model, grads),
+        ClipScale::Device(scale) => *scale,
+    };
+    struct Step {
+        grads: GradientsParams,
+        step: Tensor<1>,
+    }
+    impl ModuleMapper for Step {
+        fn map_float<const D: usize>(&mut self, param: Param<Tensor<D>>) -> Param<Tensor<D>> {
+            let (id, tensor, mapper) = param.consume();
+            let tensor = match self.grads.remove::<D>(id) {
+                Some(g) => {
+                    let tracked = tensor.is_require_grad();
+                    let step = self.step.clone().reshape([1; D]);
+                    let updated = Tensor::from_inner(tensor.inner() - g * step);
+                    if tracked {
+                        updated.require_grad()
+                    } else {
+                        updated
+                    }
+                }
+                None => tensor,
+            };
+            Param::from_mapped_value(id, tensor, mapper)
         }
     }
-    let mut sum = SumSquares {
-        grads: &grads,
-        total: None,
-    };
-    model.visit(&mut sum);
-    let Some(total) = sum.total else {
-        return (grads, lr);
-    };
-    let scale = total
-        .sqrt()
-        .clamp_min(clip_norm)
-        .recip()
-        .mul_scalar(clip_norm);
-    let mut grads = grads;
-    model.visit(&mut Scale {
-        grads: &mut grads,
-        scale,
-    });
-    (grads, lr)
+    model.map(&mut Step {
+        grads,
+        step: scale.mul_scalar(lr),
+    })
 }
 
 /// Global L2 norm of all parameter gradients.
@@ -679,11 +705,20 @@ mod tests {
     use crate::config::LmConfig;
     use fastsoftmax_infer::model::artifact::Cell;
 
-    /// The clip kept on the device (as on a GPU) scales the gradients exactly as the host's
-    /// scaled step does, and leaves gradients under the limit alone.
+    /// The clipped step kept on the device (as on a GPU) moves every parameter as the host's
+    /// scaled step of burn's SGD does, clipping or not.
     #[test]
-    fn clip_on_the_device_equals_the_scaled_step() {
-        let device = Device::flex().autodiff();
+    fn device_step_equals_the_host_step() {
+        device_step_equals_the_host_step_on(Device::flex().autodiff());
+    }
+
+    #[cfg(feature = "wgpu")]
+    #[test]
+    fn wgpu_device_step_equals_the_host_step() {
+        device_step_equals_the_host_step_on(crate::Backend::Wgpu.autodiff_device().unwrap());
+    }
+
+    fn device_step_equals_the_host_step_on(device: Device) {
         device.seed(2);
         let config = LmConfig {
             cell: Cell::Lstm,
@@ -701,18 +736,39 @@ mod tests {
             let (loss, _) = model.loss(x.clone(), x, model.initial_state(2, &device));
             GradientsParams::from_grads(loss.backward(), &model)
         };
+        let params = |m: &LanguageModel| {
+            struct Collect(Vec<f32>);
+            impl ModuleVisitor for Collect {
+                fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
+                    let data = param.val().into_data().convert::<f32>();
+                    self.0.extend(data.iter::<f32>());
+                }
+            }
+            let mut c = Collect(Vec::new());
+            m.visit(&mut c);
+            c.0
+        };
         let norm = global_grad_norm(&model, &grads());
         assert!(norm > 0.0);
+        let before = params(&model);
         for limit in [norm / 3.0, norm * 2.0] {
-            let (_, lr) = clip(&model, grads(), limit, 1.0, true);
-            let (scaled, lr_device) = clip(&model, grads(), limit, 1.0, false);
-            assert_eq!(lr_device, 1.0);
-            let got = global_grad_norm(&model, &scaled);
-            assert!(
-                (got - norm * lr).abs() < 1e-5 * norm,
-                "limit {limit}: device-clipped norm {got}, host scale gives {}",
-                norm * lr
-            );
+            let step = |on_host| {
+                let g = grads();
+                let scale = clip_scale(&model, &g, limit, on_host);
+                params(&sgd_step(
+                    model.clone(),
+                    &mut SgdConfig::new().init(),
+                    g,
+                    0.5,
+                    scale,
+                ))
+            };
+            let (host, on_device) = (step(true), step(false));
+            let moved = host.iter().zip(&before).any(|(a, b)| a != b);
+            assert!(moved, "limit {limit}: the step moved nothing");
+            for (i, (h, d)) in host.iter().zip(&on_device).enumerate() {
+                assert!((h - d).abs() < 1e-6, "limit {limit}, value {i}: {h} vs {d}");
+            }
         }
     }
 }
