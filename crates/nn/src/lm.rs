@@ -101,8 +101,10 @@ impl RecurrentLayer {
         ops: Ops,
     ) -> Tensor<3> {
         match ops {
-            Ops::Composed => self.forward_composed(x, h, c),
-            Ops::Fused => self.forward_fused(x, h, c),
+            Ops::Fused if crate::fused::window_fits(&x.device(), self.cell, self.d_hidden) => {
+                self.forward_fused(x, h, c)
+            }
+            _ => self.forward_composed(x, h, c),
         }
     }
 

@@ -253,6 +253,20 @@ fn wgpu_fused_ops_match_composition() {
     check_on(&device, Ops::Fused, Cell::Lstm, true, 0.1);
 }
 
+/// A layer whose state fits a cube's shared memory runs the kernels; one that does not runs the
+/// composition (lavapipe's limit is tens of kilobytes, not megabytes).
+#[cfg(feature = "wgpu")]
+#[test]
+fn wgpu_windows_fall_back_where_shared_memory_is_short() {
+    use fastsoftmax_nn::fused::window_fits;
+    let device = fastsoftmax_nn::Backend::Wgpu.device().unwrap();
+    for cell in [Cell::Lstm, Cell::Gru] {
+        assert!(window_fits(&device, cell, 256), "{cell:?} 256");
+        assert!(!window_fits(&device, cell, 1 << 20), "{cell:?} 2^20");
+        assert!(window_fits(&Device::flex(), cell, 1 << 20));
+    }
+}
+
 /// Without autodiff (validation, inference) the forward kernels run alone; wider layers and a
 /// larger vocabulary than a cube has threads, so every kernel strides.
 #[cfg(feature = "wgpu")]

@@ -25,6 +25,7 @@ use burn_cubecl::ops::numeric::empty_device_contiguous_dtype;
 use burn_cubecl::tensor::CubeTensor;
 use burn_cubecl::CubeBackend;
 use cubecl::prelude::*;
+use fastsoftmax_infer::model::artifact::Cell;
 
 use super::cube_kernels as k;
 use super::{LossOps, RecurrentOps};
@@ -219,6 +220,17 @@ fn gru_backward_meta(
         spec(w, &[3 * h]),
         spec(w, &[b, h]),
     )
+}
+
+/// Shared memory one cube of the window kernels holds for a `cell` layer `hidden` wide, the
+/// larger of forward and backward: LSTM `h, c` and four gates (`6·H` floats), GRU `dh`, the
+/// direct part and three gates (`5·H`).
+pub fn shared_bytes(cell: Cell, hidden: usize) -> usize {
+    let floats = match cell {
+        Cell::Lstm => 6 * hidden,
+        Cell::Gru => 5 * hidden,
+    };
+    floats * std::mem::size_of::<f32>()
 }
 
 // ---- CubeBackend: launches --------------------------------------------------------------------

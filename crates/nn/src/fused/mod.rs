@@ -43,6 +43,7 @@ use burn::backend::flex::FlexTensor;
 use burn::backend::tensor::{FloatTensor, IntTensor};
 use burn::backend::{backend_extension, Backend, Dispatch, DispatchDevice, Flex};
 use burn::tensor::{DType, Device, Int, Tensor, TensorData};
+use fastsoftmax_infer::model::artifact::Cell;
 
 use gemm::MatRef;
 use recurrent::{GruTape, LstmTape, Window};
@@ -58,6 +59,25 @@ pub fn available(device: &Device) -> bool {
         DispatchDevice::Cube(_) => true,
         #[allow(unreachable_patterns)]
         _ => false,
+    }
+}
+
+/// True when `device` runs the fused window of a `cell` layer `hidden` wide: always on flex; on
+/// a cubecl device when the persistent kernels' state fits its shared memory
+/// ([`cube::shared_bytes`]). A layer that does not fit runs the composition instead.
+pub fn window_fits(device: &Device, cell: Cell, hidden: usize) -> bool {
+    match device.clone().inner().as_dispatch() {
+        DispatchDevice::Flex(_) => true,
+        #[cfg(feature = "wgpu")]
+        DispatchDevice::Cube(cube) => {
+            cube::shared_bytes(cell, hidden)
+                <= cube.client().properties().hardware.max_shared_memory_size
+        }
+        #[allow(unreachable_patterns)]
+        _ => {
+            let _ = (cell, hidden);
+            false
+        }
     }
 }
 
