@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Training speed on a GPU, ours (burn's wgpu backend: the persistent CubeCL kernels) against
 # PyTorch (cuDNN) on the same card, side by side in one run: the PTB-Small LSTM and GRU recipes
-# at batch 20 and 128, tokens/s of training. Raw rows go to experiments/results/training-gpu/;
+# at batch 20 and 128, tokens/s of training; and the tiny translator, ours alone. Raw rows go to experiments/results/training-gpu/;
 # experiments/results/training-gpu.md discusses them.
 #
 # Ours is timed as a difference of two runs (N1 and N2 windows of the first epoch), so the
@@ -11,6 +11,7 @@
 # Made for a machine with a GPU and no Rust: build here, copy, run there.
 #   cargo build --release --features wgpu && mkdir -p gpu && cp target/release/fastsoftmax gpu/
 #   ./target/release/fastsoftmax data fetch ptb        # data/ptb, carried with gpu/
+#   ./target/release/fastsoftmax data fetch bible      # data/bible (optional: the translator row)
 #   B=gpu/fastsoftmax bash experiments/training_gpu.sh [N1] [N2]   # needs torch with CUDA
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -51,6 +52,22 @@ for cell in lstm gru; do
       | sed "s/^{/{\"system\": \"pytorch\", \"cell\": \"$cell\", \"batch\": $batch, /" >> "$OUT/rows.jsonl"
   done
 done
+# The tiny translator (bible-tiny: bidirectional GRU encoder on the kernels, input-feeding
+# decoder composed), ours only: PyTorch's side is a trainer this project does not have yet.
+if [ -f data/bible/train.en ]; then
+  cfg=runs/gpu/nmt.json
+  python3 -c "import json; c=json.load(open('experiments/configs/bible-tiny.json')); c['train']['epochs']=1; json.dump(c,open('$cfg','w'))"
+  secs=()
+  toks=()
+  for n in "$N1" "$N2"; do
+    rm -rf "runs/gpu/nmt-$n"
+    $B train-nmt --config "$cfg" --backend wgpu --out "runs/gpu/nmt-$n" --max-batches "$n" --max-valid 16 --quiet 2> "runs/gpu/nmt-$n.log"
+    read -r s t < <(python3 -c "import json; e=json.load(open('runs/gpu/nmt-$n/metrics.json'))['epochs'][0]; print(e['seconds'], e['seconds']*e['tokens_per_s'])")
+    secs+=("$s")
+    toks+=("$t")
+  done
+  python3 -c "import json; s=[${secs[0]},${secs[1]}]; t=[${toks[0]},${toks[1]}]; print(json.dumps({'system':'fastsoftmax','backend':'wgpu','model':'bible-tiny','batches':[$N1,$N2],'seconds':s,'target_tokens':t,'target_tokens_per_s':(t[1]-t[0])/(s[1]-s[0])}))" >> "$OUT/rows.jsonl"
+fi
 python3 - "$OUT/rows.jsonl" <<'PY'
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
@@ -58,7 +75,10 @@ print("| cell | batch | ours (wgpu) tok/s | PyTorch (cuDNN) tok/s | ours / PyTor
 print("| --- | ---: | ---: | ---: | ---: |")
 for cell in ("lstm", "gru"):
     for batch in (20, 128):
-        get = lambda s: next(r["tokens_per_s"] for r in rows if r["system"] == s and r["cell"] == cell and r["batch"] == batch)
+        get = lambda s: next(r["tokens_per_s"] for r in rows if r["system"] == s and r.get("cell") == cell and r.get("batch") == batch)
         ours, torch = get("fastsoftmax"), get("pytorch")
         print(f"| {cell} | {batch} | {ours:,.0f} | {torch:,.0f} | {ours / torch:.3f} |")
+for r in rows:
+    if r.get("model") == "bible-tiny":
+        print(f"\nbible-tiny translator, ours on wgpu: {r['target_tokens_per_s']:,.0f} target tokens/s of training")
 PY
