@@ -388,13 +388,20 @@ pub fn xent_rows_kernel<F: Float, I: Int>(
     let step = CUBE_DIM_X as usize;
     let vocab = logits.shape(1);
     let row = n * vocab;
+    let target = u32::cast_from(targets[n]) as usize;
     let mut scratch = Shared::<[F]>::new_slice(threads);
+    // The target's logit, handed to thread 0 through shared memory: the barriers order shared
+    // memory, not another thread's writes to the logits buffer.
+    let mut z_target = Shared::<[F]>::new_slice(1usize);
 
     let mut local = F::new(-3.0e38);
     let mut v = tid;
     while v < vocab {
         let z = logits[row + v] + bias[v];
         logits[row + v] = z;
+        if v == target {
+            z_target[0] = z;
+        }
         if z > local {
             local = z;
         }
@@ -409,9 +416,8 @@ pub fn xent_rows_kernel<F: Float, I: Int>(
     }
     let lz = max + F::ln(cube_reduce::<F>(local, &mut scratch, false));
     if tid == 0 {
-        let target = u32::cast_from(targets[n]) as usize;
         log_z[n] = lz;
-        loss[n] = lz - logits[row + target] + F::cast_from(alpha) * lz * lz;
+        loss[n] = lz - z_target[0] + F::cast_from(alpha) * lz * lz;
     }
 }
 
