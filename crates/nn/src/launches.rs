@@ -2,8 +2,8 @@
 //!
 //! On a GPU a small LSTM's training window is bound by launches, not arithmetic: the composed
 //! path issues a dozen kernels per layer and time step. This counts what a window really issues,
-//! through CubeCL's launch observer (called on the issuing thread before each submit), so tests
-//! can hold the count and `fastsoftmax profile-launches` can print it.
+//! through CubeCL's launch observer (called on the issuing thread before each submit), so a test
+//! can hold the count (`tests/launches.rs`, which prints it with `--nocapture`).
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};

@@ -225,6 +225,8 @@ pub fn train(cfg: &ExperimentConfig, opts: &TrainOptions, device: &Device) -> Re
         }
     }
     let mut optim = SgdConfig::new().init();
+    // On the CPU the clip reads its norm; on a GPU it stays on the device (`clip_scale`).
+    let on_cpu = crate::fused::on_cpu(device);
     let mut trained = std::time::Duration::ZERO;
     for epoch in state.epochs_done + 1..=t.epochs {
         if opts.budget.is_some_and(|b| trained >= b) {
@@ -246,7 +248,6 @@ pub fn train(cfg: &ExperimentConfig, opts: &TrainOptions, device: &Device) -> Re
             "windows",
         );
         let mut lstate = model.initial_state(t.batch_size, device);
-        let (mut loss_sum, mut tokens) = (0.0f64, 0usize);
         let mut losses = PendingLosses::new(device);
         let mut phases = Phases::default();
         for (i, w) in streams.windows(t.bptt).take(n_windows).enumerate() {
@@ -272,27 +273,22 @@ pub fn train(cfg: &ExperimentConfig, opts: &TrainOptions, device: &Device) -> Re
             let grads = GradientsParams::from_grads(loss.backward(), &model);
             losses.push(loss.detach(), w.batch_size * w.len);
             phases.backward_s += lap(&mut clock);
-            let scale = clip_scale(&model, &grads, t.clip_norm, losses.on_host);
+            let scale = clip_scale(&model, &grads, t.clip_norm, on_cpu);
             phases.clip_s += lap(&mut clock);
             model = sgd_step(model, &mut optim, grads, state.lr, scale);
             phases.step_s += lap(&mut clock);
             bar.inc(1);
-            if losses.due() || i + 1 == n_windows {
-                let (sum, n) = losses.read().map_err(|e| e.in_epoch(epoch))?;
-                loss_sum += sum;
-                tokens += n;
-                let secs = started.elapsed().as_secs_f64();
+            if losses.due() {
+                losses.read().map_err(|e| e.in_epoch(epoch))?;
                 bar.set_message(format!(
                     "ppl {:.1} · {:.0} tok/s",
-                    (loss_sum / tokens.max(1) as f64).exp(),
-                    tokens as f64 / secs
+                    losses.perplexity(),
+                    losses.tokens() as f64 / started.elapsed().as_secs_f64()
                 ));
             }
         }
-        // A window the budget cut short of the read above.
-        let (sum, n) = losses.read().map_err(|e| e.in_epoch(epoch))?;
-        loss_sum += sum;
-        tokens += n;
+        losses.read().map_err(|e| e.in_epoch(epoch))?;
+        let tokens = losses.tokens();
         bar.finish_and_clear();
         trained += started.elapsed();
         let seconds = started.elapsed().as_secs_f64();
@@ -303,7 +299,7 @@ pub fn train(cfg: &ExperimentConfig, opts: &TrainOptions, device: &Device) -> Re
         let record = EpochRecord {
             epoch,
             lr: state.lr,
-            train_ppl: (loss_sum / tokens as f64).exp(),
+            train_ppl: losses.perplexity(),
             valid_ppl,
             seconds,
             tokens_per_s: tokens as f64 / seconds,
@@ -547,13 +543,17 @@ fn global_grad_norm(model: &LanguageModel, grads: &GradientsParams) -> f64 {
     v.total.sqrt()
 }
 
-/// Window losses not yet read to the host. On the CPU each is read at once; on a GPU a read
-/// waits for the device to finish, so they are read together every [`PendingLosses::BATCH`]
-/// windows (one wait instead of sixteen).
+/// The token-weighted loss of an epoch or an evaluation, with the window losses not yet read
+/// to the host. On the CPU each is read at once; on a GPU a read waits for the device to finish,
+/// so they are read together every [`PendingLosses::BATCH`] windows (one wait instead of
+/// sixteen).
 pub(crate) struct PendingLosses {
-    losses: Vec<(Tensor<1>, usize)>,
+    pending: Vec<(Tensor<1>, usize)>,
     /// Reading a scalar costs nothing here (burn's CPU backend).
-    pub(crate) on_host: bool,
+    on_host: bool,
+    /// `Σ loss · tokens` and `Σ tokens` of the windows read so far.
+    sum: f64,
+    tokens: usize,
 }
 
 impl PendingLosses {
@@ -561,41 +561,53 @@ impl PendingLosses {
 
     pub(crate) fn new(device: &Device) -> Self {
         PendingLosses {
-            losses: Vec::new(),
+            pending: Vec::new(),
             on_host: crate::fused::on_cpu(device),
+            sum: 0.0,
+            tokens: 0,
         }
     }
 
     /// A window's mean loss `[1]` over `tokens` targets.
     pub(crate) fn push(&mut self, loss: Tensor<1>, tokens: usize) {
-        self.losses.push((loss, tokens));
+        self.pending.push((loss, tokens));
     }
 
     /// Time to read: every window on the CPU, every `BATCH` on a GPU.
     pub(crate) fn due(&self) -> bool {
-        self.losses.len() >= if self.on_host { 1 } else { Self::BATCH }
+        self.pending.len() >= if self.on_host { 1 } else { Self::BATCH }
     }
 
-    /// `(Σ loss · tokens, Σ tokens)` of the pending windows, in one read.
-    pub(crate) fn read(&mut self) -> std::result::Result<(f64, usize), LossError> {
-        if self.losses.is_empty() {
-            return Ok((0.0, 0));
+    /// Reads the pending losses, in one read, into the totals.
+    pub(crate) fn read(&mut self) -> std::result::Result<(), LossError> {
+        if self.pending.is_empty() {
+            return Ok(());
         }
-        let (tensors, counts): (Vec<_>, Vec<_>) = self.losses.drain(..).unzip();
+        let (tensors, counts): (Vec<_>, Vec<_>) = self.pending.drain(..).unzip();
         let values = Tensor::cat(tensors, 0)
             .try_into_data()
             .map_err(|e| LossError::Device(e.to_string()))?
             .convert::<f32>()
             .try_to_vec::<f32>()
             .map_err(|e| LossError::Device(format!("{e:?}")))?;
-        let mut sum = 0.0f64;
         for (&loss, &n) in values.iter().zip(&counts) {
             if !loss.is_finite() {
                 return Err(LossError::NotFinite(loss));
             }
-            sum += loss as f64 * n as f64;
+            self.sum += loss as f64 * n as f64;
+            self.tokens += n;
         }
-        Ok((sum, counts.iter().sum()))
+        Ok(())
+    }
+
+    /// Tokens of the windows read so far.
+    pub(crate) fn tokens(&self) -> usize {
+        self.tokens
+    }
+
+    /// `exp` of the mean token loss of the windows read so far.
+    pub(crate) fn perplexity(&self) -> f64 {
+        (self.sum / self.tokens.max(1) as f64).exp()
     }
 }
 
@@ -637,25 +649,20 @@ pub fn perplexity(
     };
     let mut state = model.initial_state(s.batch_size(), &device);
     let mut losses = PendingLosses::new(&device);
-    let (mut nll, mut n) = (0.0f64, 0usize);
     for w in s.windows(bptt) {
         let x = ids_tensor(&w.inputs, w.batch_size, w.len, &device);
         let y = ids_tensor(&w.targets, w.batch_size, w.len, &device);
         let (loss, next) = model.loss(x, y, state);
         state = next;
         losses.push(loss, w.batch_size * w.len);
-        if losses.due() {
-            match losses.read() {
-                Ok((sum, count)) => (nll, n) = (nll + sum, n + count),
-                Err(_) => return f64::NAN,
-            }
+        if losses.due() && losses.read().is_err() {
+            return f64::NAN;
         }
     }
     match losses.read() {
-        Ok((sum, count)) => (nll, n) = (nll + sum, n + count),
-        Err(_) => return f64::NAN,
+        Ok(()) if losses.tokens() > 0 => losses.perplexity(),
+        _ => f64::NAN,
     }
-    (nll / n as f64).exp()
 }
 
 /// A bar counting `unit`s (e.g. "windows") with a message and the ETA; hidden unless `show`.

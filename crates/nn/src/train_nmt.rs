@@ -433,7 +433,6 @@ pub fn train_nmt(
             &format!("epoch {epoch}/{}", t.epochs),
             "target tokens",
         );
-        let (mut loss_sum, mut tokens) = (0.0f64, 0usize);
         let mut losses = PendingLosses::new(device);
         let mut phases = Phases::default();
         for (i, ids) in order.iter().take(n_batches).enumerate() {
@@ -457,21 +456,17 @@ pub fn train_nmt(
             model = optim.step(state.lr, model, grads);
             phases.step_s += lap(&mut clock);
             bar.inc(batch.num_targets() as u64);
-            if losses.due() || i + 1 == n_batches {
-                let (sum, n) = losses.read().map_err(|e| e.in_epoch(epoch))?;
-                loss_sum += sum;
-                tokens += n;
+            if losses.due() {
+                losses.read().map_err(|e| e.in_epoch(epoch))?;
                 bar.set_message(format!(
                     "ppl {:.1} · {:.0} tok/s",
-                    (loss_sum / tokens.max(1) as f64).exp(),
-                    tokens as f64 / started.elapsed().as_secs_f64()
+                    losses.perplexity(),
+                    losses.tokens() as f64 / started.elapsed().as_secs_f64()
                 ));
             }
         }
-        // A batch the budget cut short of the read above.
-        let (sum, n) = losses.read().map_err(|e| e.in_epoch(epoch))?;
-        loss_sum += sum;
-        tokens += n;
+        losses.read().map_err(|e| e.in_epoch(epoch))?;
+        let tokens = losses.tokens();
         bar.finish_and_clear();
         trained += started.elapsed();
         let seconds = started.elapsed().as_secs_f64();
@@ -485,7 +480,7 @@ pub fn train_nmt(
         let record = NmtEpoch {
             epoch,
             lr: state.lr,
-            train_ppl: (loss_sum / tokens as f64).exp(),
+            train_ppl: losses.perplexity(),
             valid_ppl,
             valid_bleu,
             seconds,
@@ -609,7 +604,7 @@ pub fn perplexity(model: &Translator, data: &Parallel, batch_size: usize, pad: u
         losses.push(model.loss(&batch, ops, None), batch.num_targets());
     }
     match losses.read() {
-        Ok((nll, n)) => (nll / n.max(1) as f64).exp(),
+        Ok(()) => losses.perplexity(),
         Err(_) => f64::NAN,
     }
 }
