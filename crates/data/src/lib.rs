@@ -7,6 +7,7 @@
 //! - [`bible`]: fetch the English → German Bible (verse pairs, split by book) for translation.
 //! - [`ja`]: Japanese text for the IME (KWDLC, Aozora segmented with mecab-ipadic);
 //!   [`ja_sources`] fetches both from their repositories where no copy is at hand;
+//!   [`tanaka`]: the Tanaka corpus (everyday sentences from Tatoeba), segmented the same way;
 //!   [`wordfreq`]: contemporary Japanese word frequencies (the IME's unigram adaptation).
 
 pub mod batch;
@@ -15,7 +16,9 @@ pub mod brown;
 pub mod corpus;
 pub mod ja;
 pub mod ja_sources;
+pub mod mozc;
 pub mod ptb;
+pub mod tanaka;
 pub mod wordfreq;
 
 pub use fastsoftmax_infer::model::vocab::{Vocab, EOS, UNK};

@@ -9,6 +9,7 @@
 use std::collections::HashMap;
 
 use crate::lattice::{Lattice, Lexicon, Node, NodeKind};
+use crate::mozc::{Class, BOUNDARY};
 
 /// A language model as the decoder drives it. `&mut self` lets a scorer keep caches and timers.
 pub trait Scorer {
@@ -220,6 +221,9 @@ struct Hyp<S> {
     state: S,
     /// Frame and hypothesis extended, and the node (index into the lattice's `ends[t − 1]`).
     back: Option<(usize, usize, usize)>,
+    /// Mozc's right POS id of the last word (the sentence boundary at the start), for the
+    /// connection cost of the next ([`crate::mozc::PathCosts`]).
+    rid: u16,
 }
 
 /// One conversion candidate.
@@ -254,6 +258,7 @@ impl<S: Scorer> Decoder<S> {
             logit: 0.0,
             state: scorer.initial(),
             back: None,
+            rid: BOUNDARY,
         };
         Decoder {
             beam: beam.max(1),
@@ -276,8 +281,17 @@ impl<S: Scorer> Decoder<S> {
         let ids: Vec<u32> = scored.iter().map(|&(id, _)| id).collect();
         self.select(t, &ids, scorer);
         let nodes = self.lattice.ending_at(t);
-        // (score, logit, frame, hyp, node, lm id), best `beam` kept.
-        let mut cands: Vec<(f32, f32, usize, usize, usize, u32)> = Vec::new();
+        // Mozc's class of each node, when its costs score paths.
+        let costs = lexicon.path_costs();
+        let classes: Vec<NodeClasses> = match costs {
+            Some(c) => nodes
+                .iter()
+                .map(|n| classes_of(n, lexicon, c.unknown))
+                .collect(),
+            None => Vec::new(),
+        };
+        // (score, logit, frame, hyp, node, lm id, right POS id), best `beam` kept.
+        let mut cands: Vec<(f32, f32, usize, usize, usize, u32, u16)> = Vec::new();
         let mut words = Vec::new();
         let mut extra = Vec::new();
         let mut lp = Vec::new();
@@ -300,10 +314,12 @@ impl<S: Scorer> Decoder<S> {
                 scorer.log_probs(&hyp.state, &words, &mut lp);
                 let log_z = scorer.log_z(&hyp.state);
                 for (w, &k) in of_start.iter().enumerate() {
-                    let score = hyp.score + lp[w] + extra[w];
+                    let (mozc, rid) =
+                        costs.map_or((0.0, BOUNDARY), |c| c.best(hyp.rid, classes[k].get()));
+                    let score = hyp.score + lp[w] + extra[w] + mozc;
                     if score.is_finite() {
-                        let logit = lp[w] + extra[w] + log_z;
-                        cands.push((score, logit, start, j, k, words[w]));
+                        let logit = lp[w] + extra[w] + mozc + log_z;
+                        cands.push((score, logit, start, j, k, words[w], rid));
                     }
                 }
             }
@@ -313,17 +329,18 @@ impl<S: Scorer> Decoder<S> {
         cands.truncate(self.beam);
         let from: Vec<(&S::State, u32)> = cands
             .iter()
-            .map(|&(_, _, f, j, _, id)| (&self.frames[f][j].state, id))
+            .map(|&(_, _, f, j, _, id, _)| (&self.frames[f][j].state, id))
             .collect();
         let states = scorer.advance(&from);
         let frame = cands
             .iter()
             .zip(states)
-            .map(|(&(score, logit, f, j, k, _), state)| Hyp {
+            .map(|(&(score, logit, f, j, k, _, rid), state)| Hyp {
                 score,
                 logit,
                 state,
                 back: Some((f, j, k)),
+                rid,
             })
             .collect();
         self.frames.push(frame);
@@ -378,9 +395,11 @@ impl<S: Scorer> Decoder<S> {
             return false;
         };
         let mut state = self.frames[t][j].state.clone();
+        let mut rid = self.frames[t][j].rid;
         if end_sentence {
             let end = scorer.end();
             state = scorer.advance(&[(&state, end)]).remove(0);
+            rid = BOUNDARY;
         }
         self.clear();
         self.frames[0] = vec![Hyp {
@@ -388,6 +407,7 @@ impl<S: Scorer> Decoder<S> {
             logit: 0.0,
             state,
             back: None,
+            rid,
         }];
         true
     }
@@ -465,7 +485,8 @@ impl<S: Scorer> Decoder<S> {
             .enumerate()
             .map(|(j, h)| {
                 scorer.log_probs(&h.state, &[end], &mut lp);
-                (h.score + lp[0], j)
+                let mozc = lexicon.path_costs().map_or(0.0, |c| c.end(h.rid));
+                (h.score + lp[0] + mozc, j)
             })
             .collect();
         finals.sort_by(|a, b| b.0.total_cmp(&a.0));
@@ -494,6 +515,38 @@ impl<S: Scorer> Decoder<S> {
         }
         words.reverse();
         words
+    }
+}
+
+/// Mozc's classes of a lattice node.
+enum NodeClasses<'a> {
+    Word(&'a [Class]),
+    Other(Class),
+}
+
+impl NodeClasses<'_> {
+    fn get(&self) -> &[Class] {
+        match self {
+            NodeClasses::Word(c) => c,
+            NodeClasses::Other(c) => std::slice::from_ref(c),
+        }
+    }
+}
+
+/// Mozc's classes of a node: its word's; `unknown` for a word Mozc lacks; for katakana and
+/// passthrough nodes, `unknown` with its cost per kana (Mozc offers no unknown span whole, so a
+/// long span must not be cheaper than the words it covers).
+fn classes_of<'a>(node: &Node, lexicon: &'a Lexicon, unknown: Class) -> NodeClasses<'a> {
+    let per_kana = |n: usize| Class {
+        cost: (unknown.cost as i32 * n as i32).min(i16::MAX as i32) as i16,
+        ..unknown
+    };
+    match &node.kind {
+        NodeKind::Word(id) if !lexicon.classes(*id).is_empty() => {
+            NodeClasses::Word(lexicon.classes(*id))
+        }
+        NodeKind::Word(_) | NodeKind::Passthrough(_) => NodeClasses::Other(unknown),
+        NodeKind::Katakana(k) => NodeClasses::Other(per_kana(k.chars().count())),
     }
 }
 

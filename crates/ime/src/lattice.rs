@@ -6,6 +6,9 @@
 //! the lexicon lacks.
 
 use std::collections::HashMap;
+use std::sync::Arc;
+
+use crate::mozc::{Class, MozcDictionary, MozcWeights, PathCosts};
 
 /// A word the lattice can place.
 #[derive(Debug, Clone, PartialEq)]
@@ -26,6 +29,12 @@ pub struct Lexicon {
     by_reading: HashMap<String, Vec<u32>>,
     /// Longest reading, in kana.
     max_len: usize,
+    /// Mozc's classes of each word (empty: a word Mozc's dictionary lacks). A word may have
+    /// several (いい as an adjective and as a conjugated form): a path takes the one that
+    /// connects best.
+    classes: Vec<Vec<Class>>,
+    /// Mozc's cost of a path, when its dictionary joined the lexicon.
+    costs: Option<Arc<PathCosts>>,
 }
 
 impl Lexicon {
@@ -33,19 +42,77 @@ impl Lexicon {
         Self::default()
     }
 
-    /// Adds a word under `reading`; an identical (reading, display) pair is kept once, with the
-    /// first id and score.
-    pub fn insert(&mut self, reading: &str, word: Word) {
+    /// Adds a word under `reading` and returns its id; an identical (reading, display) pair is
+    /// kept once, with the first id and score.
+    pub fn insert(&mut self, reading: &str, word: Word) -> u32 {
         let ids = self.by_reading.entry(reading.to_string()).or_default();
-        if ids
+        if let Some(&i) = ids
             .iter()
-            .any(|&i| self.words[i as usize].display == word.display)
+            .find(|&&i| self.words[i as usize].display == word.display)
         {
-            return;
+            return i;
         }
-        ids.push(self.words.len() as u32);
+        let id = self.words.len() as u32;
+        ids.push(id);
         self.words.push(word);
+        self.classes.push(Vec::new());
         self.max_len = self.max_len.max(reading.chars().count());
+        id
+    }
+
+    /// Mozc's dictionary joins the lexicon: each entry gives its class to the same (reading,
+    /// display) word, or joins as a word scored through `<unk>` and `spelling`. Paths then also
+    /// pay Mozc's cost ([`MozcWeights`]); a word Mozc lacks is taken as Mozc's commonest class.
+    /// Returns how many words joined.
+    pub fn add_mozc(
+        &mut self,
+        dict: &MozcDictionary,
+        spelling: &crate::decode::Spelling,
+        weights: MozcWeights,
+    ) -> usize {
+        let before = self.words.len();
+        let mut counts: HashMap<(u16, u16), usize> = HashMap::new();
+        for e in &dict.entries {
+            *counts.entry((e.class.lid, e.class.rid)).or_default() += 1;
+            let word = Word {
+                display: e.surface.clone(),
+                lm_id: spelling.unk,
+                extra: f32::NAN,
+            };
+            let id = self.insert(&e.reading, word) as usize;
+            let w = &mut self.words[id];
+            if w.extra.is_nan() {
+                w.extra = spelling.log_prob_word(&w.display, 0);
+            }
+            let classes = &mut self.classes[id];
+            if !classes.contains(&e.class) {
+                classes.push(e.class);
+            }
+        }
+        let ((lid, rid), _) = counts
+            .into_iter()
+            .max_by_key(|&(ids, n)| (n, std::cmp::Reverse(ids)))
+            .unwrap_or(((0, 0), 0));
+        self.costs = Some(Arc::new(PathCosts {
+            connection: dict.connection.clone(),
+            weight: weights.weight,
+            unknown: Class {
+                lid,
+                rid,
+                cost: weights.unknown_cost,
+            },
+        }));
+        self.words.len() - before
+    }
+
+    /// Mozc's cost of paths, when its dictionary joined ([`Lexicon::add_mozc`]).
+    pub fn path_costs(&self) -> Option<&PathCosts> {
+        self.costs.as_deref()
+    }
+
+    /// Mozc's classes of word `id` (empty for a word Mozc lacks, or before [`Lexicon::add_mozc`]).
+    pub fn classes(&self, id: u32) -> &[Class] {
+        &self.classes[id as usize]
     }
 
     /// The words read as `reading`.

@@ -14,11 +14,14 @@
 //! - [`tail`]: a linear estimate of the mass of the words a selection leaves out.
 //! - [`adapt`]: unigram adaptation of a language model toward another domain's word frequencies.
 //! - [`mix`]: linear interpolation of language models, weights by EM on held-out text.
+//! - [`mozc`]: Mozc's dictionary (MeCab's binary format) and its path costs in the lattice.
 //! - [`model`]: the shipped converter folder: the LM and the lexicon of the words outside it.
+//! - [`converter`]: the shipped converter opened with one call ([`Converter::open`]).
 //! - [`session`]: keys in, candidates and committed text out, the LM state carried over.
 
 pub mod adapt;
 pub mod bucketed;
+pub mod converter;
 pub mod decode;
 pub mod ivs;
 pub mod kn;
@@ -26,18 +29,21 @@ pub mod lattice;
 pub mod lstm;
 pub mod mix;
 pub mod model;
+pub mod mozc;
 pub mod romaji;
 pub mod session;
 pub mod tail;
 
 pub use bucketed::{BucketKind, BucketScorer, BucketState};
+pub use converter::{Converter, ConverterConfig};
 pub use decode::{Candidate, Decoder, Scorer, Spelling};
 pub use ivs::{IvsScorer, IvsState, Repair, Sample};
 pub use kn::{mixture_weights, KnScorer, KneserNey};
 pub use lattice::{Lattice, Lexicon, Word};
 pub use lstm::{LstmScorer, LstmState};
-pub use mix::Interpolated;
+pub use mix::{Interpolated, LogLinear};
 pub use model::ImeModel;
+pub use mozc::MozcDictionary;
 pub use romaji::Romaji;
 pub use session::{Options, Session};
 pub use tail::TailEstimate;

@@ -62,6 +62,20 @@ pub fn token_probs<S: Scorer>(scorer: &mut S, sentences: &[Vec<u32>]) -> Vec<f64
     out
 }
 
+/// The state of two scorers run side by side.
+type PairState<A, B> = (<A as Scorer>::State, <B as Scorer>::State);
+
+/// Advances a pair of scorers' states by the same words, each as one batch.
+fn advance_both<A: Scorer, B: Scorer>(
+    a: &mut A,
+    b: &mut B,
+    from: &[(&PairState<A, B>, u32)],
+) -> Vec<PairState<A, B>> {
+    let next_a = a.advance(&from.iter().map(|&(s, w)| (&s.0, w)).collect::<Vec<_>>());
+    let next_b = b.advance(&from.iter().map(|&(s, w)| (&s.1, w)).collect::<Vec<_>>());
+    next_a.into_iter().zip(next_b).collect()
+}
+
 /// Two scorers over one vocabulary as one: `p = λ p_a + (1 − λ) p_b`.
 pub struct Interpolated<A, B> {
     pub a: A,
@@ -108,15 +122,69 @@ impl<A: Scorer, B: Scorer> Scorer for Interpolated<A, B> {
     }
 
     fn advance(&mut self, from: &[(&Self::State, u32)]) -> Vec<Self::State> {
-        let a: Vec<_> = from.iter().map(|&(s, w)| (&s.0, w)).collect();
-        let b: Vec<_> = from.iter().map(|&(s, w)| (&s.1, w)).collect();
-        let next_a = self.a.advance(&a);
-        let next_b = self.b.advance(&b);
-        next_a.into_iter().zip(next_b).collect()
+        advance_both(&mut self.a, &mut self.b, from)
     }
 
     fn end(&self) -> u32 {
         self.a.end()
+    }
+}
+
+/// Two scorers over one vocabulary as one log-linear score: `ln p_a + μ ln p_b` (not a
+/// distribution; the decoder only compares paths). Unlike [`Interpolated`] it keeps `a`'s
+/// normalisers apart, so `a` may select its vocabulary ([`Scorer::select`]) and the decoder
+/// repairs paths exactly: the LSTM with incremental vocabulary selection beside an n-gram model.
+pub struct LogLinear<A, B> {
+    pub a: A,
+    pub b: B,
+    /// The weight `μ` of `b`.
+    pub mu: f32,
+    scratch: Vec<f32>,
+}
+
+impl<A: Scorer, B: Scorer> LogLinear<A, B> {
+    /// `a` and `b` must share the vocabulary and the end word.
+    pub fn new(a: A, b: B, mu: f32) -> Self {
+        LogLinear {
+            a,
+            b,
+            mu,
+            scratch: Vec::new(),
+        }
+    }
+}
+
+impl<A: Scorer, B: Scorer> Scorer for LogLinear<A, B> {
+    type State = (A::State, B::State);
+
+    fn initial(&mut self) -> Self::State {
+        (self.a.initial(), self.b.initial())
+    }
+
+    fn log_probs(&mut self, state: &Self::State, words: &[u32], out: &mut [f32]) {
+        self.a.log_probs(&state.0, words, out);
+        self.scratch.resize(words.len(), 0.0);
+        self.b.log_probs(&state.1, words, &mut self.scratch);
+        for (o, &b) in out.iter_mut().zip(&self.scratch) {
+            *o += self.mu * b;
+        }
+    }
+
+    fn advance(&mut self, from: &[(&Self::State, u32)]) -> Vec<Self::State> {
+        advance_both(&mut self.a, &mut self.b, from)
+    }
+
+    fn end(&self) -> u32 {
+        self.a.end()
+    }
+
+    fn select(&mut self, key: usize, words: &[u32], live: &[&Self::State]) -> bool {
+        let live: Vec<&A::State> = live.iter().map(|s| &s.0).collect();
+        self.a.select(key, words, &live)
+    }
+
+    fn log_z(&self, state: &Self::State) -> f32 {
+        self.a.log_z(&state.0)
     }
 }
 

