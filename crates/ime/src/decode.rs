@@ -9,7 +9,7 @@
 use std::collections::HashMap;
 
 use crate::lattice::{Lattice, Lexicon, Node, NodeKind};
-use crate::mozc::{Class, BOUNDARY};
+use crate::mozc::{Class, PathCosts, BOUNDARY};
 
 /// A language model as the decoder drives it. `&mut self` lets a scorer keep caches and timers.
 pub trait Scorer {
@@ -284,10 +284,7 @@ impl<S: Scorer> Decoder<S> {
         // Mozc's class of each node, when its costs score paths.
         let costs = lexicon.path_costs();
         let classes: Vec<NodeClasses> = match costs {
-            Some(c) => nodes
-                .iter()
-                .map(|n| classes_of(n, lexicon, c.unknown))
-                .collect(),
+            Some(_) => nodes.iter().map(|n| classes_of(n, lexicon)).collect(),
             None => Vec::new(),
         };
         // (score, logit, frame, hyp, node, lm id, right POS id), best `beam` kept.
@@ -315,7 +312,7 @@ impl<S: Scorer> Decoder<S> {
                 let log_z = scorer.log_z(&hyp.state);
                 for (w, &k) in of_start.iter().enumerate() {
                     let (mozc, rid) =
-                        costs.map_or((0.0, BOUNDARY), |c| c.best(hyp.rid, classes[k].get()));
+                        costs.map_or((0.0, BOUNDARY), |c| mozc_score(c, hyp.rid, &classes[k]));
                     let score = hyp.score + lp[w] + extra[w] + mozc;
                     if score.is_finite() {
                         let logit = lp[w] + extra[w] + mozc + log_z;
@@ -520,33 +517,32 @@ impl<S: Scorer> Decoder<S> {
 
 /// Mozc's classes of a lattice node.
 enum NodeClasses<'a> {
+    /// A word's classes (the best connecting one is taken).
     Word(&'a [Class]),
-    Other(Class),
+    /// A word Mozc lacks, or a passthrough kana: the unknown class.
+    Unknown,
+    /// A katakana span of this many kana: the unknown class at its cost per kana.
+    Span(usize),
 }
 
-impl NodeClasses<'_> {
-    fn get(&self) -> &[Class] {
-        match self {
-            NodeClasses::Word(c) => c,
-            NodeClasses::Other(c) => std::slice::from_ref(c),
-        }
-    }
-}
-
-/// Mozc's classes of a node: its word's; `unknown` for a word Mozc lacks; for katakana and
-/// passthrough nodes, `unknown` with its cost per kana (Mozc offers no unknown span whole, so a
-/// long span must not be cheaper than the words it covers).
-fn classes_of<'a>(node: &Node, lexicon: &'a Lexicon, unknown: Class) -> NodeClasses<'a> {
-    let per_kana = |n: usize| Class {
-        cost: (unknown.cost as i32 * n as i32).min(i16::MAX as i32) as i16,
-        ..unknown
-    };
+/// Mozc's classes of a node. Mozc offers no unknown span whole, so a katakana span pays the
+/// unknown cost per kana: charged once, a long span would be cheaper than the words it covers.
+fn classes_of<'a>(node: &Node, lexicon: &'a Lexicon) -> NodeClasses<'a> {
     match &node.kind {
         NodeKind::Word(id) if !lexicon.classes(*id).is_empty() => {
             NodeClasses::Word(lexicon.classes(*id))
         }
-        NodeKind::Word(_) | NodeKind::Passthrough(_) => NodeClasses::Other(unknown),
-        NodeKind::Katakana(k) => NodeClasses::Other(per_kana(k.chars().count())),
+        NodeKind::Word(_) | NodeKind::Passthrough(_) => NodeClasses::Unknown,
+        NodeKind::Katakana(k) => NodeClasses::Span(k.chars().count()),
+    }
+}
+
+/// Mozc's score of a node after a word of right id `rid`, and the right id it leaves.
+fn mozc_score(costs: &PathCosts, rid: u16, classes: &NodeClasses) -> (f32, u16) {
+    match classes {
+        NodeClasses::Word(c) => costs.best(rid, c),
+        NodeClasses::Unknown => (costs.word(rid, costs.unknown), costs.unknown.rid),
+        NodeClasses::Span(n) => (costs.span(rid, *n), costs.unknown.rid),
     }
 }
 

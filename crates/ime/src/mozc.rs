@@ -116,6 +116,14 @@ impl PathCosts {
             .unwrap_or((0.0, BOUNDARY))
     }
 
+    /// The score of a katakana span of `kana` kana Mozc lacks after a word of right id `rid`:
+    /// the unknown class at its cost per kana.
+    #[inline]
+    pub fn span(&self, rid: u16, kana: usize) -> f32 {
+        let cost = self.unknown.cost as f32 * kana as f32;
+        -self.weight * (self.connection.cost(rid, self.unknown.lid) as f32 + cost)
+    }
+
     /// The score of the sentence's end after a word of right id `rid`.
     pub fn end(&self, rid: u16) -> f32 {
         -self.weight * self.connection.cost(rid, BOUNDARY) as f32
