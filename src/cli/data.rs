@@ -179,10 +179,7 @@ fn prepare_ja(dir: &std::path::Path, from: Option<&std::path::Path>) -> anyhow::
             &fetched
         }
     };
-    let bar = ProgressBar::new(0).with_style(
-        ProgressStyle::with_template("segmenting Aozora {bar:40} {pos}/{len} sentences, ETA {eta}")
-            .unwrap_or_else(|_| ProgressStyle::default_bar()),
-    );
+    let bar = segmenting("Aozora");
     let started = std::time::Instant::now();
     let stats = ja::prepare(from, dir, &dir.join("ipadic"), |done, total| {
         bar.set_length(total as u64);
@@ -210,6 +207,14 @@ fn prepare_ja(dir: &std::path::Path, from: Option<&std::path::Path>) -> anyhow::
     Ok(())
 }
 
+/// The progress bar of segmenting a corpus (`what`) into words.
+fn segmenting(what: &str) -> ProgressBar {
+    let template = format!("segmenting {what} {{bar:40}} {{pos}}/{{len}} sentences, ETA {{eta}}");
+    ProgressBar::new(0).with_style(
+        ProgressStyle::with_template(&template).unwrap_or_else(|_| ProgressStyle::default_bar()),
+    )
+}
+
 /// The Tanaka corpus into `dir` (`data/ja`): from `from/tanaka-examples.utf.xz`, else through
 /// `cargo fetch` of the crate `tanaka` 0.1.0.
 fn prepare_tanaka(dir: &std::path::Path, from: Option<&std::path::Path>) -> anyhow::Result<()> {
@@ -221,10 +226,7 @@ fn prepare_tanaka(dir: &std::path::Path, from: Option<&std::path::Path>) -> anyh
             tanaka::VERSION
         ),
     }
-    let bar = ProgressBar::new(0).with_style(
-        ProgressStyle::with_template("segmenting Tanaka {bar:40} {pos}/{len} sentences, ETA {eta}")
-            .unwrap_or_else(|_| ProgressStyle::default_bar()),
-    );
+    let bar = segmenting("Tanaka");
     let started = std::time::Instant::now();
     let stats = tanaka::prepare(from, dir, &dir.join("ipadic"), |done, total| {
         bar.set_length(total as u64);

@@ -53,16 +53,29 @@ pub struct ConverterConfig {
     pub mozc: Option<MozcWeights>,
 }
 
-impl ConverterConfig {
-    /// What a folder without `converter.json` runs: the paper's settings, the tail estimate
-    /// when the folder has it, Mozc's default weights when it has Mozc's dictionary.
-    pub fn default_for(dir: &Path) -> Self {
+/// The paper's settings: beam 10, katakana spans to 12, the top 400 words; no tail estimate,
+/// no Mozc.
+impl Default for ConverterConfig {
+    fn default() -> Self {
         ConverterConfig {
             beam: 10,
             katakana: 12,
             samples: 400,
-            tail: tail_file(dir, 400).exists(),
+            tail: false,
+            mozc: None,
+        }
+    }
+}
+
+impl ConverterConfig {
+    /// What a folder without `converter.json` runs: the paper's settings, the tail estimate
+    /// when the folder has it, Mozc's default weights when it has Mozc's dictionary.
+    pub fn default_for(dir: &Path) -> Self {
+        let paper = Self::default();
+        ConverterConfig {
+            tail: tail_file(dir, paper.samples).exists(),
             mozc: crate::mozc::MozcDictionary::present(dir).then(MozcWeights::default),
+            ..paper
         }
     }
 

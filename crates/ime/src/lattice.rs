@@ -77,12 +77,13 @@ impl Lexicon {
             let word = Word {
                 display: e.surface.clone(),
                 lm_id: spelling.unk,
-                extra: f32::NAN,
+                extra: 0.0,
             };
+            let next = self.words.len();
             let id = self.insert(&e.reading, word) as usize;
-            let w = &mut self.words[id];
-            if w.extra.is_nan() {
-                w.extra = spelling.log_prob_word(&w.display, 0);
+            // A word that joined now is scored by its spelling (computed once, not per entry).
+            if id == next {
+                self.words[id].extra = spelling.log_prob_word(&e.surface, 0);
             }
             let classes = &mut self.classes[id];
             if !classes.contains(&e.class) {

@@ -76,6 +76,20 @@ fn advance_both<A: Scorer, B: Scorer>(
     next_a.into_iter().zip(next_b).collect()
 }
 
+/// `a`'s log-probabilities of `words` into `out`, `b`'s into `scratch`.
+fn log_probs_both<A: Scorer, B: Scorer>(
+    a: &mut A,
+    b: &mut B,
+    scratch: &mut Vec<f32>,
+    state: &PairState<A, B>,
+    words: &[u32],
+    out: &mut [f32],
+) {
+    a.log_probs(&state.0, words, out);
+    scratch.resize(words.len(), 0.0);
+    b.log_probs(&state.1, words, scratch);
+}
+
 /// Two scorers over one vocabulary as one: `p = λ p_a + (1 − λ) p_b`.
 pub struct Interpolated<A, B> {
     pub a: A,
@@ -105,9 +119,14 @@ impl<A: Scorer, B: Scorer> Scorer for Interpolated<A, B> {
     }
 
     fn log_probs(&mut self, state: &Self::State, words: &[u32], out: &mut [f32]) {
-        self.a.log_probs(&state.0, words, out);
-        self.scratch.resize(words.len(), 0.0);
-        self.b.log_probs(&state.1, words, &mut self.scratch);
+        log_probs_both(
+            &mut self.a,
+            &mut self.b,
+            &mut self.scratch,
+            state,
+            words,
+            out,
+        );
         let (la, lb) = (self.lambda.ln(), (1.0 - self.lambda).ln());
         for (o, &b) in out.iter_mut().zip(&self.scratch) {
             // ln(λ e^a + (1 − λ) e^b), stable.
@@ -162,9 +181,14 @@ impl<A: Scorer, B: Scorer> Scorer for LogLinear<A, B> {
     }
 
     fn log_probs(&mut self, state: &Self::State, words: &[u32], out: &mut [f32]) {
-        self.a.log_probs(&state.0, words, out);
-        self.scratch.resize(words.len(), 0.0);
-        self.b.log_probs(&state.1, words, &mut self.scratch);
+        log_probs_both(
+            &mut self.a,
+            &mut self.b,
+            &mut self.scratch,
+            state,
+            words,
+            out,
+        );
         for (o, &b) in out.iter_mut().zip(&self.scratch) {
             *o += self.mu * b;
         }

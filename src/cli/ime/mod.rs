@@ -323,7 +323,7 @@ impl ModelArgs {
             ),
             false => None,
         };
-        let defaults = ConverterConfig::default_for(Path::new(""));
+        let defaults = ConverterConfig::default();
         let c = config.as_ref().unwrap_or(&defaults);
         m.beam.get_or_insert(c.beam as u64);
         m.katakana.get_or_insert(c.katakana);
@@ -347,15 +347,16 @@ impl ModelArgs {
     }
 
     fn samples(&self) -> usize {
-        self.samples.unwrap_or(400)
+        self.samples.unwrap_or(ConverterConfig::default().samples)
     }
 
     fn beam(&self) -> usize {
-        self.beam.unwrap_or(10) as usize
+        self.beam
+            .map_or(ConverterConfig::default().beam, |b| b as usize)
     }
 
     fn katakana(&self) -> usize {
-        self.katakana.unwrap_or(12)
+        self.katakana.unwrap_or(ConverterConfig::default().katakana)
     }
 }
 
