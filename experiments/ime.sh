@@ -44,17 +44,17 @@ $B ime eval --lm kn3 "${ADAPT[@]}" "${WORDFREQ[@]}" --json \
 if [ -e "$LSTM/manifest.json" ]; then
   # Table 1's LSTM rows: the full softmax, without Mozc's dictionary (a packed converter runs
   # its own settings otherwise: experiments/ime_converter.sh).
-  FULL=(--softmax full --no-mozc)
+  FULL=(--softmax full --no-mozc --beam 10)
   # The LSTM as trained (--no-adapt), then with the unigram adaptation toward wordfreq's
   # contemporary frequencies that the shipped converter carries (β 1, chosen on data/ja/dev.tsv);
   # with --with-kn3 the trigram model of train.txt moves with it.
   $B ime eval --lm lstm --model "$LSTM" "${FULL[@]}" --no-adapt --json --errors runs/ime/lstm.errors.tsv \
     > "$OUT/lstm.json"
-  $B ime eval --lm lstm --model "$LSTM" --no-mozc --no-adapt --with-kn3 "${ADAPT[@]}" --json \
+  $B ime eval --lm lstm --model "$LSTM" --no-mozc --beam 10 --no-adapt --with-kn3 "${ADAPT[@]}" --json \
     --errors runs/ime/lstm-kn3.errors.tsv > "$OUT/lstm-kn3.json"
   $B ime eval --lm lstm --model "$LSTM" "${FULL[@]}" "${WORDFREQ[@]}" --json \
     --errors runs/ime/lstm-wordfreq.errors.tsv > "$OUT/lstm-wordfreq.json"
-  $B ime eval --lm lstm --model "$LSTM" --no-mozc "${WORDFREQ[@]}" --with-kn3 "${ADAPT[@]}" --json \
+  $B ime eval --lm lstm --model "$LSTM" --no-mozc --beam 10 "${WORDFREQ[@]}" --with-kn3 "${ADAPT[@]}" --json \
     --errors runs/ime/lstm-kn3-wordfreq.errors.tsv > "$OUT/lstm-kn3-wordfreq.json"
   $B ime latency --lm lstm --model "$LSTM" "${FULL[@]}" --length 500 --json > "$OUT/latency-lstm.json"
 fi

@@ -33,11 +33,16 @@ run shipped --model "$M"
 run shipped-carry --model "$M" --carry
 run shipped-dev --model "$M" --eval data/ja/dev.tsv
 run shipped-tanaka-dev --model "$M" --eval data/ja/tanaka-dev.tsv
-# Without Mozc's dictionary (the converter of issue 19), and with a wider beam.
+# What each part is worth: without Mozc's dictionary, without the trigram model, with the
+# spelling model alone over Mozc's words (the converter before issue 34's second stop), with the
+# paper's beam and a wider one.
 run no-mozc --model "$M" --no-mozc
 run no-mozc-dev --model "$M" --no-mozc --eval data/ja/dev.tsv
 run no-mozc-tanaka-dev --model "$M" --no-mozc --eval data/ja/tanaka-dev.tsv
-run beam20 --model "$M" --beam 20
+run no-trigram --model "$M" --no-trigram
+run spelling-alone --model "$M" --mozc-spelling-share 1
+run beam10 --model "$M" --beam 10
+run beam24 --model "$M" --beam 24
 # The n-gram models over the same lexicon (Mozc's words and costs, the folder's weights).
 ADAPT=(--in-domain data/ja/kwdlc-train.txt --adapt data/ja/wordfreq.tsv)
 for lm in kn1 kn2 kn3; do

@@ -31,11 +31,12 @@ B=./target/release/fastsoftmax
 # The tail estimate of the top-400 sample, fitted on the KWDLC training text (23 s).
 [ -f "$M/tail-400.json" ] || $B ime fit-tail --model "$M" --samples 400
 
-run() { # name, then `ime eval` options; without the Mozc dictionary a packed converter ships
+run() { # name, then `ime eval` options; the paper's beam 10, the LSTM alone: without the Mozc
+  # dictionary and the trigram model a packed converter ships
   local name=$1
   shift
   echo "== $name" >&2
-  $B ime eval --json --no-mozc "$@" > "$OUT/$name.json"
+  $B ime eval --json --no-mozc --no-trigram --beam 10 "$@" > "$OUT/$name.json"
 }
 # ONLY=converter re-runs just the rows of MODEL_DIR (after the converter changed); the table
 # and the plot then take the other rows from the earlier run's files.

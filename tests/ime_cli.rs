@@ -361,7 +361,7 @@ fn bad_input_gets_clear_errors() {
     // Options that do not go together.
     let (ok, _, err) = ime("eval", data, &["--with-kn3"]);
     assert!(!ok && err.contains("--lm lstm"), "{err}");
-    let args = ["--lm", "lstm", "--in-domain", "x.txt"];
+    let args = ["--lm", "lstm", "--no-trigram", "--in-domain", "x.txt"];
     let (ok, _, err) = ime("eval", data, &args);
     assert!(!ok && err.contains("--with-kn3"), "{err}");
     let (ok, _, err) = ime("eval", data, &["--adapt", "x.tsv"]);
@@ -421,6 +421,7 @@ fn packs_mozc_dictionary_into_the_converter() {
         serde_json::from_str(&std::fs::read_to_string(packed.join("converter.json")).unwrap())
             .unwrap();
     assert_eq!(shipped["mozc"]["weight"], 0.002);
+    assert!((shipped["mozc"]["spelling_share"].as_f64().unwrap() - 0.1).abs() < 1e-6);
     let first = |extra: &[&str]| {
         let args = ["ime", "convert", "--data", "/nonexistent", "--model", p];
         let (ok, out, err) = cli(&[&args[..], extra, &["いぬ"]].concat());
@@ -437,11 +438,13 @@ fn packs_mozc_dictionary_into_the_converter() {
     let converter = fastsoftmax_ime::Converter::open(&packed).unwrap();
     assert_eq!(converter.convert("いぬ", 1).unwrap()[0].text, "犬");
 
-    // A damaged copy: the file is named.
-    let entries = packed.join("mozc.tsv.gz");
-    let bytes = std::fs::read(&entries).unwrap();
-    std::fs::write(&entries, &bytes[..bytes.len() / 2]).unwrap();
-    let args = [
+    // A share outside [0, 1] in converter.json: refused, the file and the value named.
+    let config = packed.join("converter.json");
+    let good = std::fs::read_to_string(&config).unwrap();
+    let mut bad = shipped.clone();
+    bad["mozc"]["spelling_share"] = serde_json::json!(1.5);
+    std::fs::write(&config, bad.to_string()).unwrap();
+    let convert = [
         "ime",
         "convert",
         "--data",
@@ -450,7 +453,18 @@ fn packs_mozc_dictionary_into_the_converter() {
         p,
         "いぬ",
     ];
-    let (ok, _, err) = cli(&args);
+    let (ok, _, err) = cli(&convert);
+    assert!(
+        !ok && err.contains("converter.json") && err.contains("spelling share 1.5"),
+        "{err}"
+    );
+    std::fs::write(&config, good).unwrap();
+
+    // A damaged copy: the file is named.
+    let entries = packed.join("mozc.tsv.gz");
+    let bytes = std::fs::read(&entries).unwrap();
+    std::fs::write(&entries, &bytes[..bytes.len() / 2]).unwrap();
+    let (ok, _, err) = cli(&convert);
     assert!(!ok && err.contains("mozc.tsv.gz"), "{err}");
     // A dictionary whose POS ids do not fit its matrix.
     std::fs::write(mozc.join("matrix.bin"), matrix(2)).unwrap();
@@ -459,4 +473,73 @@ fn packs_mozc_dictionary_into_the_converter() {
         !ok && err.contains("sys.dic") && err.contains("different"),
         "{err}"
     );
+}
+
+/// `ime pack --trigram` ships a trigram model beside the LSTM: `converter.json` names its weight,
+/// `ime convert` and `Converter::open` score with it (the same best candidate and score),
+/// `--no-trigram` leaves it out, a damaged file is refused with its name, and a pack without
+/// it removes the old one.
+#[test]
+fn packs_a_trigram_model_beside_the_lstm() {
+    let dir = tempfile::tempdir().unwrap();
+    write_fixture(dir.path());
+    let data = dir.path().to_str().unwrap();
+    let run = train_tiny_lstm(dir.path());
+    let packed = dir.path().join("packed");
+    let train = dir.path().join("train.txt");
+    let (r, p, t) = (
+        run.to_str().unwrap(),
+        packed.to_str().unwrap(),
+        train.to_str().unwrap(),
+    );
+    let pack = ["ime", "pack", "--model", r, "--data", data, "--out", p];
+    let with = ["--trigram", t, "--trigram-weight", "0.5"];
+    let (ok, out, err) = cli(&[&pack[..], &with[..]].concat());
+    assert!(ok, "{err}");
+    assert!(out.contains("trigram.bin.gz"), "{out}");
+    let config: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(packed.join("converter.json")).unwrap())
+            .unwrap();
+    assert_eq!(config["trigram"], 0.5);
+
+    let reading = "きょうはいいてんきですね";
+    let best = |extra: &[&str]| {
+        let args = ["ime", "convert", "--data", "/nonexistent", "--model", p];
+        let (ok, out, err) = cli(&[&args[..], extra, &[reading]].concat());
+        assert!(ok, "{err}");
+        out.lines().nth(1).unwrap_or_default().to_string()
+    };
+    let converter = fastsoftmax_ime::Converter::open(&packed).unwrap();
+    assert!(converter.trigram.is_some());
+    let first = converter.convert(reading, 1).unwrap().remove(0);
+    let shown = best(&[]);
+    assert!(
+        shown.contains(&first.text) && shown.contains(&format!("({:.2})", first.score)),
+        "{shown} vs {first:?}"
+    );
+    // Without the trigram model the same path scores differently.
+    let without = best(&["--no-trigram"]);
+    assert_ne!(without, shown);
+
+    // A damaged model: the file is named.
+    std::fs::write(packed.join("trigram.bin.gz"), b"junk").unwrap();
+    let args = [
+        "ime",
+        "convert",
+        "--data",
+        "/nonexistent",
+        "--model",
+        p,
+        reading,
+    ];
+    let (ok, _, err) = cli(&args);
+    assert!(!ok && err.contains("trigram.bin.gz"), "{err}");
+    assert!(fastsoftmax_ime::Converter::open(&packed).is_err());
+
+    // Packed again without it: no trigram model is left to pair with the new LSTM.
+    let (ok, _, err) = cli(&pack);
+    assert!(ok, "{err}");
+    assert!(!packed.join("trigram.bin.gz").exists());
+    let config = std::fs::read_to_string(packed.join("converter.json")).unwrap();
+    assert!(!config.contains("trigram"), "{config}");
 }

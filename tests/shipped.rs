@@ -180,14 +180,14 @@ fn shipped_converter_converts_and_refuses_a_corrupt_lexicon() {
 }
 
 /// An app gets what the CLI runs: `Converter::open` on the shipped folder (Mozc's dictionary,
-/// incremental vocabulary selection with the tail estimate, the weights of its
-/// `converter.json`) gives `ime convert`'s candidates, and a session types into it.
+/// incremental vocabulary selection with the tail estimate, the trigram model, the weights of
+/// its `converter.json`) gives `ime convert`'s candidates, and a session types into it.
 #[test]
 fn the_library_converter_is_the_cli_converter() {
     let dir = root().join(IME);
     let conv = fastsoftmax_ime::Converter::open(&dir).unwrap();
     assert!(
-        conv.config.mozc.is_some() && conv.config.tail,
+        conv.config.mozc.is_some() && conv.config.tail && conv.trigram.is_some(),
         "{:?}",
         conv.config
     );

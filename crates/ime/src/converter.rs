@@ -3,8 +3,9 @@
 //!
 //! A converter folder ([`crate::model`]) holds the LSTM, its lexicon, the unigram adaptation,
 //! the tail estimate of incremental vocabulary selection, optionally Mozc's dictionary
-//! ([`crate::mozc`]), and `converter.json`: how they are combined (the weights fitted on a
-//! dev set). [`Converter::open`] assembles them; [`Converter::session`] types into them.
+//! ([`crate::mozc`]) and a trigram model ([`crate::kn_file`]), and `converter.json`: how they
+//! are combined (the weights fitted on a dev set). [`Converter::open`] assembles them;
+//! [`Converter::session`] types into them.
 //!
 //! ```no_run
 //! use fastsoftmax_ime::Converter;
@@ -26,6 +27,9 @@ use fastsoftmax_infer::{Error, Result};
 
 use crate::decode::Candidate;
 use crate::ivs::{IvsScorer, Repair, Sample};
+use crate::kn::KnScorer;
+use crate::kn_file::{KnMixture, TRIGRAM_FILE};
+use crate::mix::LogLinear;
 use crate::model::ImeModel;
 use crate::mozc::MozcWeights;
 use crate::session::{Options, Session};
@@ -51,6 +55,10 @@ pub struct ConverterConfig {
     /// Mozc's costs in the score, when the folder holds Mozc's dictionary.
     #[serde(default)]
     pub mozc: Option<MozcWeights>,
+    /// The weight `μ` of the trigram model ([`TRIGRAM_FILE`]) beside the LSTM, when the folder
+    /// ships one: a path scores `ln p_lstm + μ ln p_trigram` (exact under vocabulary selection).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trigram: Option<f32>,
 }
 
 /// The paper's settings: beam 10, katakana spans to 12, the top 400 words; no tail estimate,
@@ -63,6 +71,7 @@ impl Default for ConverterConfig {
             samples: 400,
             tail: false,
             mozc: None,
+            trigram: None,
         }
     }
 }
@@ -95,6 +104,29 @@ impl ConverterConfig {
                 "beam and samples must be at least 1; re-run `ime pack`",
             ));
         }
+        if let Some(w) = &config.mozc {
+            w.check("its \"mozc\" weights")
+                .map_err(|e| Error::format(&path, format!("{e}; re-run `ime pack`")))?;
+        }
+        if let Some(mu) = config.trigram {
+            if !(mu.is_finite() && mu >= 0.0) {
+                return Err(Error::format(
+                    &path,
+                    format!(
+                        "the trigram weight {mu} must be a finite number ≥ 0; re-run `ime pack`"
+                    ),
+                ));
+            }
+            if !dir.join(TRIGRAM_FILE).exists() {
+                return Err(Error::format(
+                    &path,
+                    format!(
+                        "names a trigram weight, but {} is missing: re-run `ime pack --trigram FILE`",
+                        dir.join(TRIGRAM_FILE).display()
+                    ),
+                ));
+            }
+        }
         if config.mozc.is_some() && !crate::mozc::MozcDictionary::present(dir) {
             return Err(Error::format(
                 &path,
@@ -114,12 +146,17 @@ impl ConverterConfig {
     }
 }
 
+/// The converter's scorer: the LSTM with incremental vocabulary selection, and the trigram
+/// model log-linearly beside it when the folder ships one.
+pub type ConverterScorer<'a> = LogLinear<IvsScorer<'a>, Option<KnScorer<'a>>>;
+
 /// The shipped converter: the model with its lexicon (and Mozc's dictionary), the tail
-/// estimate, and how they combine.
+/// estimate, the trigram model, and how they combine.
 pub struct Converter {
     pub model: ImeModel,
     pub config: ConverterConfig,
     tail: Option<TailEstimate>,
+    pub trigram: Option<KnMixture>,
 }
 
 impl Converter {
@@ -131,25 +168,36 @@ impl Converter {
             true => Some(TailEstimate::load(dir, config.samples, &model.lm)?),
             false => None,
         };
+        let trigram = match config.trigram {
+            Some(_) => Some(read_trigram(dir, model.lm.vocab().len())?),
+            None => None,
+        };
         Ok(Converter {
             model,
             config,
             tail,
+            trigram,
         })
     }
 
     /// The language model with incremental vocabulary selection over the top `samples` words
-    /// (and the tail estimate), repaired incrementally.
-    pub fn scorer(&self) -> Result<IvsScorer<'_>> {
-        let scorer = IvsScorer::new(
+    /// (and the tail estimate), repaired incrementally; beside it the trigram model when the
+    /// folder ships one.
+    pub fn scorer(&self) -> Result<ConverterScorer<'_>> {
+        let mut scorer = IvsScorer::new(
             &self.model.lm,
             Sample::Top(self.config.samples),
             Repair::Incremental,
         )?;
-        match &self.tail {
-            Some(t) => scorer.with_tail(t.clone()),
-            None => Ok(scorer),
+        if let Some(t) = &self.tail {
+            scorer = scorer.with_tail(t.clone())?;
         }
+        let trigram = self.trigram.as_ref().map(KnMixture::scorer);
+        Ok(LogLinear::new(
+            scorer,
+            trigram,
+            self.config.trigram.unwrap_or(0.0),
+        ))
     }
 
     /// Session options of the folder's settings, `n_best` candidates offered.
@@ -162,7 +210,7 @@ impl Converter {
     }
 
     /// A typing session offering `n_best` candidates.
-    pub fn session(&self, n_best: usize) -> Result<Session<'_, IvsScorer<'_>>> {
+    pub fn session(&self, n_best: usize) -> Result<Session<'_, ConverterScorer<'_>>> {
         Ok(Session::new(
             self.scorer()?,
             &self.model.lexicon,
@@ -186,4 +234,21 @@ impl Converter {
         }
         Ok(dec.n_best(n, &self.model.lexicon, &mut scorer))
     }
+}
+
+/// The folder's trigram model, checked against the LSTM's vocabulary of `vocab` words.
+pub fn read_trigram(dir: &Path, vocab: usize) -> Result<KnMixture> {
+    let path = dir.join(TRIGRAM_FILE);
+    let trigram = KnMixture::read(&path)?;
+    if trigram.vocab_size() != vocab {
+        return Err(Error::format(
+            &path,
+            format!(
+                "a trigram model over {} words beside an LSTM of {vocab}: re-run `ime pack \
+                 --trigram FILE` with this model",
+                trigram.vocab_size()
+            ),
+        ));
+    }
+    Ok(trigram)
 }

@@ -19,6 +19,7 @@
 //! lookup per order, not a sum over the vocabulary.
 
 use std::collections::{HashMap, HashSet};
+use std::hash::{BuildHasherDefault, Hasher};
 
 use fastsoftmax_infer::{Error, Result};
 
@@ -28,6 +29,35 @@ use crate::decode::Scorer;
 const ID_BITS: u32 = 21;
 /// Longest n-gram.
 pub const MAX_ORDER: usize = 3;
+
+/// The n-gram tables: packed keys hashed by MurmurHash3's 64-bit finaliser, several times
+/// cheaper than the default SipHash on the decoder's per-word lookups, and deterministic (so
+/// are the estimate's sums over the tables).
+pub(crate) type KeyMap<V> = HashMap<u64, V, BuildHasherDefault<KeyHasher>>;
+
+#[derive(Default, Clone, Copy)]
+pub(crate) struct KeyHasher(u64);
+
+impl Hasher for KeyHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ b as u64;
+        }
+    }
+
+    fn write_u64(&mut self, k: u64) {
+        self.0 = k;
+    }
+
+    fn finish(&self) -> u64 {
+        let mut k = self.0;
+        k ^= k >> 33;
+        k = k.wrapping_mul(0xff51_afd7_ed55_8ccd);
+        k ^= k >> 33;
+        k = k.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+        k ^ (k >> 33)
+    }
+}
 
 fn key(ids: &[u32]) -> u64 {
     ids.iter().fold(0u64, |k, &w| (k << ID_BITS) | w as u64)
@@ -39,11 +69,20 @@ struct Order {
     /// `[D1, D2, D3+]`
     discounts: [f64; 3],
     /// n-gram → `(a(hw) − D) / a(h·)`.
-    ngrams: HashMap<u64, f32>,
+    ngrams: KeyMap<f32>,
     /// history → `γ(h)`.
-    histories: HashMap<u64, f32>,
+    histories: KeyMap<f32>,
     /// With [`KneserNey::adapt`]: history → `Σ_{w seen after h} ((a(hw) − D) / a(h·)) α(w)`.
-    adapted_mass: HashMap<u64, f64>,
+    adapted_mass: KeyMap<f64>,
+}
+
+/// A model's stored parts ([`KneserNey::parts`]).
+pub(crate) struct Parts<'a> {
+    pub vocab_size: usize,
+    pub start: u32,
+    /// Per order: discounts, n-grams, histories.
+    pub orders: Vec<([f64; 3], &'a KeyMap<f32>, &'a KeyMap<f32>)>,
+    pub ln_alpha: Vec<f32>,
 }
 
 /// An interpolated modified Kneser–Ney model over word ids `0..vocab_size`.
@@ -107,7 +146,7 @@ impl KneserNey {
         // Raw counts of the highest order and of every n-gram that starts a sentence (which
         // keeps its raw count at every order); continuation counts of the lower orders. Keys
         // are packed ids: n-grams of one order all have the same length, so packing is unique.
-        let mut counts: Vec<HashMap<u64, u64>> = vec![HashMap::new(); order];
+        let mut counts: Vec<KeyMap<u64>> = vec![KeyMap::default(); order];
         // Per suffix length: the (left word + suffix) extensions seen.
         let mut seen_extension: Vec<HashSet<u64>> = vec![HashSet::new(); order];
         let mut seq = Vec::new();
@@ -148,7 +187,7 @@ impl KneserNey {
                 let d = discounts(t);
                 let discount = |c: u64| d[(c.min(3) - 1) as usize];
                 // a(h·) and Σ_k Dk Nk(h·) per history (the n-gram key without its last word).
-                let mut per_history: HashMap<u64, (f64, f64)> = HashMap::new();
+                let mut per_history: KeyMap<(f64, f64)> = KeyMap::default();
                 for (&g, &c) in grams {
                     let e = per_history.entry(g >> ID_BITS).or_default();
                     e.0 += c as f64;
@@ -167,7 +206,7 @@ impl KneserNey {
                         .iter()
                         .map(|(&h, &(total, mass))| (h, (mass / total) as f32))
                         .collect(),
-                    adapted_mass: HashMap::new(),
+                    adapted_mass: KeyMap::default(),
                 }
             })
             .collect();
@@ -199,7 +238,7 @@ impl KneserNey {
         self.mean_alpha = self.alpha.iter().sum::<f64>() / self.vocab_size as f64;
         let mask = (1u64 << ID_BITS) - 1;
         for order in &mut self.orders {
-            let mut mass: HashMap<u64, f64> = HashMap::new();
+            let mut mass: KeyMap<f64> = KeyMap::default();
             for (&g, &p) in &order.ngrams {
                 *mass.entry(g >> ID_BITS).or_default() +=
                     p as f64 * self.alpha[(g & mask) as usize];
@@ -211,6 +250,72 @@ impl KneserNey {
 
     pub fn order(&self) -> usize {
         self.orders.len()
+    }
+
+    /// What [`crate::kn_file`] stores: the estimated tables and the adaptation's `ln α`.
+    pub(crate) fn parts(&self) -> Parts<'_> {
+        Parts {
+            vocab_size: self.vocab_size,
+            start: self.start,
+            orders: self
+                .orders
+                .iter()
+                .map(|o| (o.discounts, &o.ngrams, &o.histories))
+                .collect(),
+            ln_alpha: self.alpha.iter().map(|a| a.ln() as f32).collect(),
+        }
+    }
+
+    /// A model from stored parts, the adaptation recomputed from `ln_alpha` (empty: none).
+    pub(crate) fn from_parts(
+        vocab_size: usize,
+        start: u32,
+        orders: Vec<crate::kn_file::OrderParts>,
+        ln_alpha: &[f32],
+    ) -> Result<Self> {
+        if vocab_size == 0 || vocab_size >= 1 << ID_BITS || start as usize >= vocab_size {
+            return Err(Error::Invalid(format!(
+                "a vocabulary of {vocab_size} words with start word {start}"
+            )));
+        }
+        let finite = |t: &KeyMap<f32>| t.values().all(|v| v.is_finite() && *v >= 0.0);
+        let mut model = KneserNey {
+            vocab_size,
+            start,
+            orders: Vec::with_capacity(orders.len()),
+            alpha: Vec::new(),
+            mean_alpha: 1.0,
+        };
+        // A key of `len` words: every id inside the vocabulary, nothing above them.
+        let fits = |k: u64, len: usize| {
+            let mask = (1u64 << ID_BITS) - 1;
+            k >> (ID_BITS as usize * len) == 0
+                && (0..len).all(|i| ((k >> (ID_BITS as usize * i)) & mask) < vocab_size as u64)
+        };
+        for (n, (discounts, ngrams, histories)) in orders.into_iter().enumerate() {
+            if !(finite(&ngrams) && finite(&histories) && discounts.iter().all(|d| d.is_finite())) {
+                return Err(Error::Invalid(format!(
+                    "the {}-grams hold a negative or non-finite value",
+                    n + 1
+                )));
+            }
+            if !(ngrams.keys().all(|&k| fits(k, n + 1)) && histories.keys().all(|&k| fits(k, n))) {
+                return Err(Error::Invalid(format!(
+                    "the {}-grams hold a word outside the vocabulary of {vocab_size}",
+                    n + 1
+                )));
+            }
+            model.orders.push(Order {
+                discounts,
+                ngrams,
+                histories,
+                adapted_mass: KeyMap::default(),
+            });
+        }
+        if !ln_alpha.is_empty() {
+            model.adapt(ln_alpha)?;
+        }
+        Ok(model)
     }
 
     pub fn vocab_size(&self) -> usize {

@@ -7,6 +7,7 @@
 //! - [`decode`]: Viterbi beam search over the lattice, one kana at a time, with any
 //!   [`decode::Scorer`]; n-best distinct conversions; backspace.
 //! - [`kn`]: interpolated modified Kneser–Ney n-gram models, the paper's baselines.
+//! - [`kn_file`]: their mixtures on disk (the trigram model a converter ships beside the LSTM).
 //! - [`lstm`]: the LSTM language model (infer's step) with the full softmax.
 //! - [`bucketed`]: the same LSTM with a D-softmax or adaptive softmax head (the paper's
 //!   D-softmax and D-softmax* rows).
@@ -25,6 +26,7 @@ pub mod converter;
 pub mod decode;
 pub mod ivs;
 pub mod kn;
+pub mod kn_file;
 pub mod lattice;
 pub mod lstm;
 pub mod mix;
@@ -39,6 +41,7 @@ pub use converter::{Converter, ConverterConfig};
 pub use decode::{Candidate, Decoder, Scorer, Spelling};
 pub use ivs::{IvsScorer, IvsState, Repair, Sample};
 pub use kn::{mixture_weights, KnScorer, KneserNey};
+pub use kn_file::KnMixture;
 pub use lattice::{Lattice, Lexicon, Word};
 pub use lstm::{LstmScorer, LstmState};
 pub use mix::{Interpolated, LogLinear};

@@ -212,6 +212,41 @@ impl<A: Scorer, B: Scorer> Scorer for LogLinear<A, B> {
     }
 }
 
+/// A scorer that may be absent: absent, every word scores `ln 1 = 0` and the state is `None`.
+/// The second part of a [`LogLinear`] a converter may not ship (its end word is the first
+/// part's).
+impl<S: Scorer> Scorer for Option<S> {
+    type State = Option<S::State>;
+
+    fn initial(&mut self) -> Self::State {
+        self.as_mut().map(|s| s.initial())
+    }
+
+    fn log_probs(&mut self, state: &Self::State, words: &[u32], out: &mut [f32]) {
+        match (self, state) {
+            (Some(s), Some(state)) => s.log_probs(state, words, out),
+            _ => out.fill(0.0),
+        }
+    }
+
+    fn advance(&mut self, from: &[(&Self::State, u32)]) -> Vec<Self::State> {
+        match self {
+            Some(s) => {
+                let from: Vec<(&S::State, u32)> = from
+                    .iter()
+                    .filter_map(|&(state, w)| state.as_ref().map(|state| (state, w)))
+                    .collect();
+                s.advance(&from).into_iter().map(Some).collect()
+            }
+            None => vec![None; from.len()],
+        }
+    }
+
+    fn end(&self) -> u32 {
+        self.as_ref().map_or(0, |s| s.end())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -225,6 +260,29 @@ mod tests {
             KneserNey::estimate(&general, 2, 4, 0, 0).unwrap(),
             KneserNey::estimate(&local, 2, 4, 0, 0).unwrap(),
         )
+    }
+
+    /// An absent second part leaves the first one's scores and states as they are.
+    #[test]
+    fn log_linear_without_its_second_part_is_the_first() {
+        let (g, l) = models();
+        let mut alone = KnScorer::new(&g);
+        let mut with: LogLinear<KnScorer, Option<KnScorer>> =
+            LogLinear::new(KnScorer::new(&g), None, 0.5);
+        let mut both = LogLinear::new(KnScorer::new(&g), Some(KnScorer::new(&l)), 0.5);
+        let (s0, p0, b0) = (alone.initial(), with.initial(), both.initial());
+        let s = alone.advance(&[(&s0, 3)]).remove(0);
+        let p = with.advance(&[(&p0, 3)]).remove(0);
+        let b = both.advance(&[(&b0, 3)]).remove(0);
+        let (mut x, mut y, mut z) = ([0.0f32; 4], [0.0f32; 4], [0.0f32; 4]);
+        alone.log_probs(&s, &[0, 1, 2, 3], &mut x);
+        with.log_probs(&p, &[0, 1, 2, 3], &mut y);
+        both.log_probs(&b, &[0, 1, 2, 3], &mut z);
+        assert_eq!(x, y);
+        for w in 0..4 {
+            let want = x[w] + 0.5 * l.log_prob(&[0, 3], w as u32);
+            assert!((z[w] - want).abs() < 1e-6);
+        }
     }
 
     /// The interpolated scorer is the weighted sum of its parts, a distribution, and advances

@@ -76,6 +76,15 @@ pub struct MozcWeights {
     pub weight: f32,
     /// The word cost of a word Mozc's dictionary lacks (per kana for katakana spans).
     pub unknown_cost: i16,
+    /// The share of `p(· | <unk>)` the spelling model keeps over the words that score through
+    /// `<unk>` and are in Mozc's dictionary; the rest is spread evenly over them, and Mozc's
+    /// costs rank them ([`crate::Lexicon::add_mozc`]). 1: the spelling model alone.
+    #[serde(default = "default_spelling_share")]
+    pub spelling_share: f32,
+}
+
+fn default_spelling_share() -> f32 {
+    MozcWeights::default().spelling_share
 }
 
 impl Default for MozcWeights {
@@ -84,7 +93,27 @@ impl Default for MozcWeights {
         MozcWeights {
             weight: 0.001,
             unknown_cost: 8000,
+            spelling_share: 0.1,
         }
+    }
+}
+
+impl MozcWeights {
+    /// Refuses weights no converter can use (`what` names their source in the error).
+    pub fn check(&self, what: &str) -> std::result::Result<(), String> {
+        if !(self.weight.is_finite() && self.weight >= 0.0) {
+            return Err(format!(
+                "{what}: Mozc's weight {} must be a finite number ≥ 0",
+                self.weight
+            ));
+        }
+        if !(0.0..=1.0).contains(&self.spelling_share) {
+            return Err(format!(
+                "{what}: Mozc's spelling share {} must be in [0, 1]",
+                self.spelling_share
+            ));
+        }
+        Ok(())
     }
 }
 

@@ -92,6 +92,7 @@ fn connection_costs_choose_between_homophones() {
     let weights = MozcWeights {
         weight: 0.01,
         unknown_cost: 6000,
+        spelling_share: 1.0,
     };
     let added = lex.add_mozc(&dictionary(), &spelling, weights);
     assert_eq!(added, 1, "刃見る joins; the others give their classes");
@@ -116,9 +117,57 @@ fn without_mozc_the_language_model_alone_decides() {
     let weights = MozcWeights {
         weight: 0.0,
         unknown_cost: 6000,
+        spelling_share: 1.0,
     };
     with.add_mozc(&dictionary(), &spelling, weights);
     // Weight 0: Mozc's words join, its costs change no score of the words both have.
     let zero = convert("ははみる", &with, &lm, &spelling);
     assert_eq!(zero[0], best[0]);
+}
+
+/// Mozc's words outside the LM's vocabulary: with the spelling model alone a short display
+/// wins by its spelling (the character model charges each character); with an even share of
+/// `<unk>`'s mass, Mozc's costs rank them. Either way `p(· | <unk>)` stays a distribution.
+#[test]
+fn an_even_share_of_unknown_mass_lets_mozc_rank_its_own_words() {
+    let (lm, lex, spelling) = setup();
+    let mut dict = dictionary();
+    dict.entries.push(entry("みるく", "乳", 1, 5000));
+    dict.entries.push(entry("みるく", "ミルク", 1, 100));
+    let with = |share: f32| {
+        let mut lex = lex.clone();
+        let weights = MozcWeights {
+            weight: 0.001,
+            unknown_cost: 6000,
+            spelling_share: share,
+        };
+        assert_eq!(lex.add_mozc(&dict, &spelling, weights), 3);
+        lex
+    };
+    let alone = with(1.0);
+    assert_eq!(convert("みるく", &alone, &lm, &spelling)[0], "乳");
+    let even = with(0.1);
+    assert_eq!(convert("みるく", &even, &lm, &spelling)[0], "ミルク");
+
+    // p(w | <unk>) = share · p_spelling(w) + (1 − share) / 3 over the three that joined.
+    let extra = |lex: &Lexicon, reading: &str, display: &str| {
+        lex.lookup(reading)
+            .find(|(_, w)| w.display == display)
+            .unwrap()
+            .1
+            .extra
+    };
+    let mut mass = 0.0f64;
+    for (reading, display) in [("みるく", "乳"), ("みるく", "ミルク"), ("はみる", "刃見る")]
+    {
+        let spelled = spelling.log_prob_word(display, 0);
+        assert_eq!(extra(&alone, reading, display), spelled);
+        let p = (extra(&even, reading, display) as f64).exp();
+        let want = 0.1 * (spelled as f64).exp() + 0.9 / 3.0;
+        assert!((p - want).abs() < 1e-6, "{display}: {p} vs {want}");
+        mass += p;
+    }
+    assert!(mass < 1.0, "{mass}");
+    // A word of the LM's vocabulary keeps its score.
+    assert_eq!(extra(&even, "は", "歯"), 0.0);
 }
