@@ -169,7 +169,7 @@ fn shipped_converter_converts_and_refuses_a_corrupt_lexicon() {
     // It carries its unigram adaptation toward contemporary frequencies; a corrupt shift file
     // is refused, not skipped.
     use fastsoftmax_ime::adapt::SHIFT_FILE;
-    assert_eq!(m.shift.as_ref().map(|s| s.beta()), Some(1.0));
+    assert_eq!(m.shift.as_ref().map(|s| s.beta()), Some(0.6));
     copy_tree(&dir, tmp.path());
     let shift = tmp.path().join(SHIFT_FILE);
     let mut bytes = std::fs::read(&shift).unwrap();
