@@ -62,9 +62,9 @@ impl Lexicon {
 
     /// Mozc's dictionary joins the lexicon: each entry gives its class to the same (reading,
     /// display) word, or joins as a word scored through `<unk>` (the spelling model and an even
-    /// share, [`MozcWeights::spelling_share`]). Paths then also
-    /// pay Mozc's cost ([`MozcWeights`]); a word Mozc lacks is taken as Mozc's commonest class.
-    /// Returns how many words joined.
+    /// share, [`MozcWeights::spelling_share`]). Paths then also pay Mozc's cost
+    /// ([`MozcWeights`]); a word Mozc lacks is taken as Mozc's commonest class. Returns how many
+    /// words joined.
     pub fn add_mozc(
         &mut self,
         dict: &MozcDictionary,
