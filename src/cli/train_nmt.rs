@@ -10,7 +10,9 @@ use fastsoftmax_nn::Backend;
 #[derive(Args, Debug)]
 pub struct TrainNmtArgs {
     /// Translator config (JSON with `model` and `train` sections), e.g.
-    /// experiments/configs/bible-tiny.json.
+    /// experiments/configs/bible-tiny.json (a recurrent translator) or
+    /// experiments/configs/tanaka-transformer.json (`"arch": "transformer"`, the distillation
+    /// teacher).
     #[arg(long)]
     config: PathBuf,
     #[command(flatten)]
@@ -21,6 +23,11 @@ pub struct TrainNmtArgs {
     /// Continue the run in OUT from its last checkpoint.
     #[arg(long)]
     resume: bool,
+    /// Sequence-level distillation: train on a teacher's translations of the training source
+    /// (the folder `fastsoftmax distill --out` wrote) instead of the reference targets;
+    /// validation and BLEU stay on the references.
+    #[arg(long, value_name = "DIR")]
+    distilled: Option<PathBuf>,
     /// burn backend: flex (default), ndarray or wgpu (the latter two need the cargo feature).
     #[arg(long, default_value = "flex")]
     backend: String,
@@ -51,6 +58,7 @@ pub fn run(a: TrainNmtArgs) -> anyhow::Result<()> {
         data: a.parallel.data.clone(),
         src_lang: a.parallel.src.clone(),
         tgt_lang: a.parallel.tgt.clone(),
+        distilled: a.distilled.clone(),
         out: a.out.clone(),
         resume: a.resume,
         max_batches: a.max_batches,

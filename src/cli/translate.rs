@@ -6,7 +6,49 @@ use std::time::Instant;
 
 use anyhow::Context;
 use clap::Args;
-use fastsoftmax_translate::{Profile, Screen, SearchOptions, Translator, VmapScope, VocabMap};
+use fastsoftmax_translate::transformer::{self, TransformerTranslator};
+use fastsoftmax_translate::{
+    Profile, Screen, SearchOptions, Source, Translation, Translator, VmapScope, VocabMap,
+};
+
+/// The recurrent engine (maps, heads, int8, the time per component) or the Transformer (a
+/// distillation teacher: full softmax, f32).
+enum Engine {
+    Rnn(Box<Translator>),
+    Transformer(Box<TransformerTranslator>),
+}
+
+impl Engine {
+    fn load(dir: &std::path::Path) -> anyhow::Result<Engine> {
+        let manifest = std::fs::read_to_string(dir.join("manifest.json")).unwrap_or_default();
+        Ok(
+            if manifest.contains(&format!("\"{}\"", transformer::FORMAT)) {
+                Engine::Transformer(Box::new(TransformerTranslator::load(dir)?))
+            } else {
+                Engine::Rnn(Box::new(Translator::load(dir)?))
+            },
+        )
+    }
+
+    fn source(&self, line: &str, max_tokens: usize) -> Source {
+        match self {
+            Engine::Rnn(e) => e.source(line, max_tokens),
+            Engine::Transformer(e) => e.source(line, max_tokens),
+        }
+    }
+
+    fn search(
+        &self,
+        sources: &[Source],
+        opts: &SearchOptions,
+        profile: &mut Profile,
+    ) -> anyhow::Result<Vec<Vec<Translation>>> {
+        Ok(match self {
+            Engine::Rnn(e) => e.search(sources, opts, profile)?,
+            Engine::Transformer(e) => e.search(sources, opts)?,
+        })
+    }
+}
 
 #[derive(Args, Debug)]
 pub struct TranslateArgs {
@@ -114,13 +156,19 @@ fn translate(a: TranslateArgs) -> anyhow::Result<()> {
         replace_unk: !a.keep_unk,
     };
     opts.check()?;
-    let mut engine = Translator::load(&a.model)
+    let mut engine = Engine::load(&a.model)
         .with_context(|| format!("loading the translator in {}", a.model.display()))?;
     let scope = match a.vmap_scope {
         Scope::Sentence => VmapScope::Sentence,
         Scope::Batch => VmapScope::Batch,
     };
-    if let Some(path) = &a.vmap {
+    if let (Engine::Transformer(_), true) = (&engine, a.vmap.is_some() || a.head.is_some()) {
+        anyhow::bail!(
+            "{} is a Transformer (a distillation teacher): it decodes over its whole vocabulary; --vmap and --head serve the recurrent translators",
+            a.model.display()
+        );
+    }
+    if let (Some(path), Engine::Rnn(engine)) = (&a.vmap, &mut engine) {
         let map = VocabMap::load(path)?
             .for_vocab(engine.tgt_vocab())
             .with_context(|| format!("using the vocabulary map {}", path.display()))?;
@@ -134,8 +182,8 @@ fn translate(a: TranslateArgs) -> anyhow::Result<()> {
         }
         engine.set_vocab_map(Some((map, scope)));
     }
-    if let Some(name) = &a.head {
-        let screen = Screen::load(&engine, &a.model, name)
+    if let (Some(name), Engine::Rnn(engine)) = (&a.head, &mut engine) {
+        let screen = Screen::load(engine, &a.model, name)
             .with_context(|| format!("loading the screening head {name:?}"))?;
         eprintln!(
             "screening with {} head {name}: {} routes, {:.0} words per route on average",
@@ -245,8 +293,11 @@ fn translate(a: TranslateArgs) -> anyhow::Result<()> {
     if let (Some(tmp), Some(dest)) = (&tmp, &a.output) {
         std::fs::rename(tmp, dest).with_context(|| format!("writing {}", dest.display()))?;
     }
-    let spec = engine.spec();
-    let flops = 2.0 * profile.output_logits as f64 * spec.d_attn as f64;
+    let d_out = match &engine {
+        Engine::Rnn(e) => e.spec().d_attn,
+        Engine::Transformer(e) => e.spec().d_model,
+    };
+    let flops = 2.0 * profile.output_logits as f64 * d_out as f64;
     let stats = Stats {
         lines,
         source_words,
@@ -264,7 +315,13 @@ fn translate(a: TranslateArgs) -> anyhow::Result<()> {
     };
     let p = &stats.profile;
     let pct = |x: f64| 100.0 * x / p.total().max(1e-12);
-    eprintln!(
+    if let Engine::Transformer(_) = engine {
+        eprintln!(
+            "translated {lines} lines ({target_words} words) in {seconds:.2} s: {:.0} words/s · beam {} · batch {} · 1 thread · Transformer",
+            stats.words_per_s, a.beam, a.batch
+        );
+    } else {
+        eprintln!(
         "translated {lines} lines ({target_words} words) in {seconds:.2} s: {:.0} words/s · beam {} · batch {} · 1 thread\n\
          time: encoder {:.0}% · decoder RNN {:.0}% · attention {:.0}% · output layer + softmax {:.0}% · beam search {:.0}%\n\
          output layer: {} rows × {:.0} words at {:.0} GFLOP/s, softmax included",
@@ -280,6 +337,7 @@ fn translate(a: TranslateArgs) -> anyhow::Result<()> {
         stats.logits_per_row,
         stats.output_gflops
     );
+    }
     if let Some(path) = &a.stats {
         fastsoftmax_infer::files::write_atomic(path, &serde_json::to_vec_pretty(&stats)?)?;
     }

@@ -8,6 +8,7 @@
 //! - [`ja`]: Japanese text for the IME (KWDLC, Aozora segmented with mecab-ipadic);
 //!   [`ja_sources`] fetches both from their repositories where no copy is at hand;
 //!   [`tanaka`]: the Tanaka corpus (everyday sentences from Tatoeba), segmented the same way;
+//!   [`tanaka_pairs`]: the same corpus as Japanese → English sentence pairs for translation;
 //!   [`wordfreq`]: contemporary Japanese word frequencies (the IME's unigram adaptation).
 
 pub mod batch;
@@ -19,6 +20,7 @@ pub mod ja_sources;
 pub mod mozc;
 pub mod ptb;
 pub mod tanaka;
+pub mod tanaka_pairs;
 pub mod wordfreq;
 
 pub use fastsoftmax_infer::model::vocab::{Vocab, EOS, UNK};

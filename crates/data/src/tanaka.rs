@@ -22,6 +22,9 @@
 //!
 //! The held-out sentences are the ones with the smallest [`split_key`], a seeded hash of the
 //! sentence text: the split depends on the sentences, not on their order in the file.
+//!
+//! The same corpus, both sides kept, is the translator's Japanese → English data:
+//! [`crate::tanaka_pairs`].
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -92,11 +95,17 @@ pub fn parse(text: &str) -> Parsed {
     parsed
 }
 
-/// A stable hash of a sentence's text: 64-bit FNV-1a over [`SPLIT_SEED`]'s bytes and the
-/// sentence's UTF-8, then SplitMix64's finaliser so that the low and high bits mix.
+/// A stable hash of a sentence's text: [`seeded_key`] with [`SPLIT_SEED`].
 pub fn split_key(sentence: &str) -> u64 {
+    seeded_key(SPLIT_SEED, sentence)
+}
+
+/// A stable hash of a sentence's text under `seed`: 64-bit FNV-1a over the seed's bytes and the
+/// sentence's UTF-8, then SplitMix64's finaliser so that the low and high bits mix. Another
+/// seed ranks the sentences independently, so that two splits of one corpus are unrelated.
+pub fn seeded_key(seed: u64, sentence: &str) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for &b in SPLIT_SEED.to_le_bytes().iter().chain(sentence.as_bytes()) {
+    for &b in seed.to_le_bytes().iter().chain(sentence.as_bytes()) {
         h ^= u64::from(b);
         h = h.wrapping_mul(0x0000_0100_0000_01b3);
     }
@@ -305,6 +314,25 @@ fn cargo_fetch(scratch: &Path) -> Result<()> {
     Ok(())
 }
 
+/// The corpus text of [`source`]'s xz bytes; errors name `origin`, the file they came from.
+pub fn decompress(compressed: &[u8], origin: &Path) -> Result<String> {
+    let mut raw = Vec::new();
+    lzma_rs::xz_decompress(&mut &compressed[..], &mut raw).map_err(|e| {
+        Error::Invalid(format!(
+            "{}: not an xz file ({e}); replace it with the crate {CRATE} {VERSION}'s \
+             {FILE_IN_CRATE}",
+            origin.display()
+        ))
+    })?;
+    String::from_utf8(raw).map_err(|e| {
+        Error::Invalid(format!(
+            "{}: not UTF-8 text ({e}); replace it with the crate {CRATE} {VERSION}'s \
+             {FILE_IN_CRATE}",
+            origin.display()
+        ))
+    })
+}
+
 /// What [`prepare`] did; written as `tanaka-stats.json`.
 #[derive(Debug, Default, Clone, serde::Serialize)]
 pub struct Stats {
@@ -340,12 +368,8 @@ pub fn prepare(
 ) -> Result<Stats> {
     std::fs::create_dir_all(out).map_err(io(out))?;
     let (compressed, origin) = source(from, out)?;
-    let mut raw = Vec::new();
-    lzma_rs::xz_decompress(&mut &compressed[..], &mut raw)
-        .map_err(|e| Error::Invalid(format!("{}: not an xz file ({e})", origin.display())))?;
+    let text = decompress(&compressed, &origin)?;
     drop(compressed);
-    let text = String::from_utf8(raw)
-        .map_err(|e| Error::Invalid(format!("{}: not UTF-8 text ({e})", origin.display())))?;
     let parsed = parse(&text);
     drop(text);
 
@@ -471,5 +495,18 @@ mod tests {
             "{err}"
         );
         assert!(verify(Path::new("x"), b"", "fix").is_err());
+    }
+
+    #[test]
+    fn bytes_that_are_not_xz_are_refused_by_name() {
+        let err = decompress(b"not xz", Path::new("some/examples.utf.xz"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("some/examples.utf.xz") && err.contains("not an xz file"),
+            "{err}"
+        );
+        assert_eq!(split_key("猫だ。"), seeded_key(SPLIT_SEED, "猫だ。"));
+        assert_ne!(seeded_key(1, "猫だ。"), seeded_key(2, "猫だ。"));
     }
 }

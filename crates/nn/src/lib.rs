@@ -33,6 +33,7 @@ pub mod seq2seq;
 pub mod synthetic;
 pub mod train;
 pub mod train_nmt;
+pub mod transformer;
 
 pub use backend::Backend;
 pub use config::{ExperimentConfig, LmConfig, TrainConfig, TrainingSoftmax};

@@ -352,37 +352,7 @@ impl Translator {
         let [b, t, a] = attn.dims();
         let h = attn.reshape([b * t, a]).select(0, rows);
         let (w, bias) = self.output_layer();
-        let nll = match (ops, negatives) {
-            (_, Some(neg)) => crate::lm::sampled_cross_entropy(
-                h.clone(),
-                w.clone(),
-                bias.clone(),
-                targets.clone(),
-                neg,
-            ),
-            (Ops::Fused, None) => crate::fused::softmax_cross_entropy(
-                h.clone(),
-                w.clone(),
-                bias.clone(),
-                targets.clone(),
-            ),
-            (Ops::Composed, None) => {
-                let n = targets.dims()[0];
-                let logits = h.clone().matmul(w.clone()) + bias.clone().unsqueeze_dim(0);
-                let logp = log_softmax(logits, 1);
-                logp.gather(1, targets.clone().reshape([n, 1])).mean().neg()
-            }
-        };
-        if label_smoothing == 0.0 {
-            return (nll.clone(), nll);
-        }
-        // z_target [n] and the mean logit [n] of each row.
-        let w_target = w.clone().transpose().select(0, targets.clone());
-        let z_target =
-            (h.clone() * w_target).sum_dim(1).squeeze_dim::<1>(1) + bias.clone().select(0, targets);
-        let z_mean = h.matmul(w.mean_dim(1)).squeeze_dim::<1>(1) + bias.mean();
-        let objective = nll.clone() + (z_target - z_mean).mean() * label_smoothing;
-        (objective, nll)
+        smoothed_nll(h, w, bias, targets, ops, negatives, label_smoothing)
     }
 
     /// Greedy decoding of a batch of one source length: `src [B, S]` → target ids per sentence
@@ -505,4 +475,49 @@ impl NmtBatch {
             ids1(&self.rows),
         )
     }
+}
+
+/// `(objective, nll)` of the output layer `w [A, V]`, `bias [V]` on the rows `h [n, A]` with
+/// targets `[n]`: the mean negative log-likelihood and, with label smoothing `ε`, the
+/// cross-entropy against `(1 − ε)·onehot + ε·uniform`. Because `−log p_v = lse − z_v`, that is
+/// `nll + ε·mean_rows(z_target − mean_v z_v)`: the smoothing needs the target's logit and the
+/// mean logit only (`[n, A]` work), never a second pass over the vocabulary. `negatives`: the
+/// sampled softmax of [`crate::fused::sampled`] in place of the full one (training only).
+pub fn smoothed_nll(
+    h: Tensor<2>,
+    w: Tensor<2>,
+    bias: Tensor<1>,
+    targets: Tensor<1, Int>,
+    ops: Ops,
+    negatives: Option<&crate::fused::Negatives>,
+    label_smoothing: f64,
+) -> (Tensor<1>, Tensor<1>) {
+    let nll = match (ops, negatives) {
+        (_, Some(neg)) => crate::lm::sampled_cross_entropy(
+            h.clone(),
+            w.clone(),
+            bias.clone(),
+            targets.clone(),
+            neg,
+        ),
+        (Ops::Fused, None) => {
+            crate::fused::softmax_cross_entropy(h.clone(), w.clone(), bias.clone(), targets.clone())
+        }
+        (Ops::Composed, None) => {
+            let n = targets.dims()[0];
+            let logits = h.clone().matmul(w.clone()) + bias.clone().unsqueeze_dim(0);
+            let logp = log_softmax(logits, 1);
+            logp.gather(1, targets.clone().reshape([n, 1])).mean().neg()
+        }
+    };
+    if label_smoothing == 0.0 {
+        return (nll.clone(), nll);
+    }
+    // z_target [n] and the mean logit [n] of each row.
+    let w_target = w.clone().transpose().select(0, targets.clone());
+    let z_target =
+        (h.clone() * w_target).sum_dim(1).squeeze_dim::<1>(1) + bias.clone().select(0, targets);
+    let z_mean = h.matmul(w.mean_dim(1)).squeeze_dim::<1>(1) + bias.mean();
+    let objective = nll.clone() + (z_target - z_mean).mean() * label_smoothing;
+    (objective, nll)
 }

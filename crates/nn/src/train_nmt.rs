@@ -8,8 +8,8 @@
 //!
 //! Files in the output directory:
 //! - `config.json`, `command.txt`, `src.vocab` / `tgt.vocab` (one word per line, id order);
-//! - `checkpoint.bpk` + `train_state.json`: the latest epoch, for `--resume` (Adam's moments
-//!   restart on resume);
+//! - `checkpoint.bpk` + `optimizer.bpk` (Adam's moments) + `train_state.json`: the latest
+//!   epoch, for `--resume`;
 //! - `best.bpk`: the epoch with the best validation BLEU, exported as the engine artifact
 //!   (`crate::export_nmt`) whenever it improves; at the end, with `train.average_last`, the
 //!   mean of the last epochs' weights (`epoch-N.bpk`) replaces it if its BLEU is higher;
@@ -37,7 +37,9 @@ use crate::train::{
     append_line, lap, load_module, progress_bar, record_command, save_module, write_text,
     PendingLosses, Phases,
 };
+use crate::transformer::{TransformerConfig, TransformerNmt};
 use crate::{Error, Result};
+use fastsoftmax_translate::tokenizer::{TokenKind, Tokenizer, SUBWORDS_FILE};
 
 /// Optimisation and data settings of a translator.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -77,18 +79,104 @@ pub struct NmtTrainConfig {
     /// beats every single epoch's.
     #[serde(default)]
     pub average_last: usize,
+    /// Source tokens: `"words"` (default) or `{"subwords": {"size": N}}`, a BPE of N pieces
+    /// learnt from the training source (for Japanese; saved as `src.subwords.json`).
+    #[serde(default)]
+    pub src_tokens: TokenKind,
+    /// Warm-up steps of the inverse-square-root schedule (Vaswani et al.): the rate rises
+    /// linearly to `lr` over this many batches, then falls as `lr·√(warmup/step)`; the
+    /// per-epoch `lr_decay` still multiplies it. 0: a constant rate between decays.
+    #[serde(default)]
+    pub warmup_steps: usize,
+    /// Adam's β₂ (0.98 for Transformers, as Vaswani et al.).
+    #[serde(default = "default_beta2")]
+    pub adam_beta2: f64,
 }
 
 fn default_max_len() -> usize {
     100
 }
 
+fn default_beta2() -> f64 {
+    0.999
+}
+
+impl NmtTrainConfig {
+    /// The learning rate of global step `step` (1-based) given the epoch's base rate.
+    pub fn rate_at(&self, base: f64, step: usize) -> f64 {
+        if self.warmup_steps == 0 {
+            return base;
+        }
+        let (s, w) = (step.max(1) as f64, self.warmup_steps as f64);
+        base * (s / w).min((w / s).sqrt())
+    }
+}
+
 /// A whole translator config file (`experiments/configs/bible-*.json`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct NmtExperimentConfig {
-    pub model: NmtConfig,
+    pub model: NmtModelConfig,
     pub train: NmtTrainConfig,
+}
+
+/// The network of a translator config: the recurrent one (the default: no `"arch"`, or
+/// `"arch": "rnn"`) or `"arch": "transformer"`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum NmtModelConfig {
+    Rnn(NmtConfig),
+    Transformer(TransformerConfig),
+}
+
+impl NmtModelConfig {
+    pub fn validate(&self) -> Result<(), String> {
+        match self {
+            NmtModelConfig::Rnn(c) => c.validate(),
+            NmtModelConfig::Transformer(c) => c.validate(),
+        }
+    }
+}
+
+impl Serialize for NmtModelConfig {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        use serde::ser::Error as _;
+        let (arch, mut value) = match self {
+            NmtModelConfig::Rnn(c) => ("rnn", serde_json::to_value(c)),
+            NmtModelConfig::Transformer(c) => ("transformer", serde_json::to_value(c)),
+        };
+        let value = value.as_mut().map_err(S::Error::custom)?;
+        if let Some(obj) = value.as_object_mut() {
+            obj.insert("arch".into(), arch.into());
+        }
+        value.serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for NmtModelConfig {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        use serde::de::Error as _;
+        let mut value = serde_json::Value::deserialize(d)?;
+        let arch = match value.as_object_mut().and_then(|o| o.remove("arch")) {
+            None => "rnn".to_string(),
+            Some(serde_json::Value::String(a)) => a,
+            Some(other) => {
+                return Err(D::Error::custom(format!(
+                    "model.arch must be \"rnn\" or \"transformer\", got {other}"
+                )))
+            }
+        };
+        match arch.as_str() {
+            "rnn" => serde_json::from_value(value)
+                .map(NmtModelConfig::Rnn)
+                .map_err(D::Error::custom),
+            "transformer" => serde_json::from_value(value)
+                .map(NmtModelConfig::Transformer)
+                .map_err(D::Error::custom),
+            other => Err(D::Error::custom(format!(
+                "model.arch must be \"rnn\" or \"transformer\", got \"{other}\""
+            ))),
+        }
+    }
 }
 
 impl NmtExperimentConfig {
@@ -115,6 +203,12 @@ impl NmtExperimentConfig {
         if !(t.lr > 0.0 && t.clip_norm > 0.0 && t.lr_decay > 0.0) {
             return Err("train.lr, lr_decay and clip_norm must be positive".into());
         }
+        if !(0.0..1.0).contains(&t.adam_beta2) {
+            return Err(format!(
+                "train.adam_beta2 ({}) must be in [0, 1)",
+                t.adam_beta2
+            ));
+        }
         if !(0.0..1.0).contains(&t.label_smoothing) {
             return Err(format!(
                 "train.label_smoothing ({}) must be in [0, 1)",
@@ -135,6 +229,9 @@ pub struct NmtOptions {
     pub data: PathBuf,
     pub src_lang: String,
     pub tgt_lang: String,
+    /// Train on a teacher's translations of the training source (`fastsoftmax distill`'s
+    /// folder) in place of the references; validation keeps the references.
+    pub distilled: Option<PathBuf>,
     pub out: PathBuf,
     pub resume: bool,
     /// Stop each epoch after this many batches (quick runs and tests).
@@ -171,6 +268,9 @@ pub struct NmtState {
     pub src_vocab: usize,
     pub tgt_vocab: usize,
     pub epochs_done: usize,
+    /// Optimiser steps taken (the warm-up schedule's clock).
+    #[serde(default)]
+    pub steps_done: usize,
     pub lr: f64,
     pub best_valid_bleu: f64,
     pub history: Vec<NmtEpoch>,
@@ -206,6 +306,7 @@ pub struct NmtAverage {
 const STATE_FILE: &str = "train_state.json";
 const CHECKPOINT: &str = "checkpoint.bpk";
 const BEST: &str = "best.bpk";
+const OPTIMIZER: &str = "optimizer.bpk";
 
 /// Where `train.average_last` keeps an epoch's weights.
 fn epoch_checkpoint(epoch: usize) -> String {
@@ -250,10 +351,10 @@ pub fn read_part(
 }
 
 /// The most frequent `max` tokens of `lines` (0: all), ties in byte order, then `<unk>`, `<eos>`.
-pub fn build_vocab(lines: &[String], max: usize) -> Result<Vocab> {
+pub fn build_vocab(lines: &[String], max: usize, tokenizer: &Tokenizer) -> Result<Vocab> {
     let mut counts: HashMap<String, u64> = HashMap::new();
     for l in lines {
-        for t in text::tokenize(l) {
+        for t in tokenizer.tokenize(l) {
             *counts.entry(t).or_default() += 1;
         }
     }
@@ -268,8 +369,9 @@ pub fn build_vocab(lines: &[String], max: usize) -> Result<Vocab> {
 }
 
 /// Token ids of a line, `<unk>` for unknown words, then `<eos>`.
-pub fn encode(line: &str, vocab: &Vocab) -> Vec<u32> {
-    let mut ids: Vec<u32> = text::tokenize(line)
+pub fn encode(line: &str, vocab: &Vocab, tokenizer: &Tokenizer) -> Vec<u32> {
+    let mut ids: Vec<u32> = tokenizer
+        .tokenize(line)
         .iter()
         .map(|t| vocab.id_or_unk(t))
         .collect();
@@ -277,12 +379,17 @@ pub fn encode(line: &str, vocab: &Vocab) -> Vec<u32> {
     ids
 }
 
-fn encode_part(src: &[String], tgt: &[String], sv: &Vocab, tv: &Vocab) -> Parallel {
+fn encode_part(
+    src: &[String],
+    tgt: &[String],
+    (sv, tokenizer): (&Vocab, &Tokenizer),
+    tv: &Vocab,
+) -> Parallel {
     Parallel {
         pairs: src
             .iter()
             .zip(tgt)
-            .map(|(s, t)| (encode(s, sv), encode(t, tv)))
+            .map(|(s, t)| (encode(s, sv, tokenizer), encode(t, tv, &Tokenizer::Words)))
             .collect(),
         references: tgt.to_vec(),
     }
@@ -313,18 +420,98 @@ fn make_batch(pairs: &[(Vec<u32>, Vec<u32>)], ids: &[usize], pad: u32) -> NmtBat
     NmtBatch::new(&refs, pad)
 }
 
-/// Trains (or resumes) and returns the final metrics; the best epoch is exported to `opts.out`.
-pub fn train_nmt(
-    cfg: &NmtExperimentConfig,
+/// What the training loop needs of a translator network: the recurrent [`Translator`] or the
+/// [`TransformerNmt`].
+pub trait NmtNetwork: Module + Sized {
+    /// `(objective, nll)` of a batch (label smoothing `ε` in the objective only).
+    fn smoothed_loss(
+        &self,
+        batch: &NmtBatch,
+        ops: Ops,
+        negatives: Option<&crate::fused::Negatives>,
+        label_smoothing: f64,
+    ) -> (Tensor<1>, Tensor<1>);
+    /// Greedy translations of `src [B, S]` (one source length), without the final `<eos>`.
+    fn greedy(&self, src: Tensor<2, Int>, eos: u32, max_len: usize) -> Vec<Vec<u32>>;
+    fn device(&self) -> Device;
+}
+
+impl NmtNetwork for Translator {
+    fn smoothed_loss(
+        &self,
+        batch: &NmtBatch,
+        ops: Ops,
+        negatives: Option<&crate::fused::Negatives>,
+        label_smoothing: f64,
+    ) -> (Tensor<1>, Tensor<1>) {
+        Translator::smoothed_loss(self, batch, ops, negatives, label_smoothing)
+    }
+    fn greedy(&self, src: Tensor<2, Int>, eos: u32, max_len: usize) -> Vec<Vec<u32>> {
+        Translator::greedy(self, src, eos, max_len)
+    }
+    fn device(&self) -> Device {
+        self.src_embedding.weight.device()
+    }
+}
+
+impl NmtNetwork for TransformerNmt {
+    fn smoothed_loss(
+        &self,
+        batch: &NmtBatch,
+        ops: Ops,
+        negatives: Option<&crate::fused::Negatives>,
+        label_smoothing: f64,
+    ) -> (Tensor<1>, Tensor<1>) {
+        TransformerNmt::smoothed_loss(self, batch, ops, negatives, label_smoothing)
+    }
+    fn greedy(&self, src: Tensor<2, Int>, eos: u32, max_len: usize) -> Vec<Vec<u32>> {
+        TransformerNmt::greedy(self, src, eos, max_len)
+    }
+    fn device(&self) -> Device {
+        self.src_embedding.weight.device()
+    }
+}
+
+/// The data of a run, read and encoded.
+struct Prepared {
+    src_vocab: Vocab,
+    tgt_vocab: Vocab,
+    tokenizer: Tokenizer,
+    train: Parallel,
+    valid: Parallel,
+    skipped_long: usize,
+}
+
+/// The source tokenizer of a run: learnt from the training source, or, on `--resume`, the
+/// one the run saved (so the vocabulary cannot drift).
+fn source_tokenizer(
+    cfg: &NmtTrainConfig,
     opts: &NmtOptions,
-    device: &Device,
-) -> Result<NmtMetrics> {
+    train_src: &[String],
+) -> Result<Tokenizer> {
+    let saved = opts.out.join(SUBWORDS_FILE);
+    if opts.resume && saved.exists() {
+        return Ok(Tokenizer::load(cfg.src_tokens, &opts.out)?);
+    }
+    if matches!(cfg.src_tokens, TokenKind::Subwords { .. }) && opts.progress {
+        eprintln!("learning the source subwords ({:?})", cfg.src_tokens);
+    }
+    Ok(Tokenizer::train(cfg.src_tokens, train_src)?)
+}
+
+fn prepare(cfg: &NmtExperimentConfig, opts: &NmtOptions) -> Result<Prepared> {
     let t = &cfg.train;
-    let (train_src, train_tgt) = read_part(&opts.data, "train", &opts.src_lang, &opts.tgt_lang)?;
+    let (train_src, mut train_tgt) =
+        read_part(&opts.data, "train", &opts.src_lang, &opts.tgt_lang)?;
+    if let Some(dir) = &opts.distilled {
+        let source = opts.data.join(format!("train.{}", opts.src_lang));
+        train_tgt = fastsoftmax_translate::distill::read_distilled(dir, &source, &opts.tgt_lang)?;
+    }
     let (valid_src, valid_tgt) = read_part(&opts.data, "valid", &opts.src_lang, &opts.tgt_lang)?;
-    let src_vocab = build_vocab(&train_src, t.src_vocab)?;
-    let tgt_vocab = build_vocab(&train_tgt, t.tgt_vocab)?;
-    let mut train = encode_part(&train_src, &train_tgt, &src_vocab, &tgt_vocab);
+    let tokenizer = source_tokenizer(t, opts, &train_src)?;
+    let src_vocab = build_vocab(&train_src, t.src_vocab, &tokenizer)?;
+    let tgt_vocab = build_vocab(&train_tgt, t.tgt_vocab, &Tokenizer::Words)?;
+    let mut train = encode_part(&train_src, &train_tgt, (&src_vocab, &tokenizer), &tgt_vocab);
     let before = train.pairs.len();
     train
         .pairs
@@ -337,11 +524,72 @@ pub fn train_nmt(
             t.max_len
         )));
     }
-    let mut valid = encode_part(&valid_src, &valid_tgt, &src_vocab, &tgt_vocab);
+    let mut valid = encode_part(&valid_src, &valid_tgt, (&src_vocab, &tokenizer), &tgt_vocab);
     if let Some(n) = opts.max_valid {
         valid.pairs.truncate(n);
         valid.references.truncate(n);
     }
+    Ok(Prepared {
+        src_vocab,
+        tgt_vocab,
+        tokenizer,
+        train,
+        valid,
+        skipped_long,
+    })
+}
+
+/// Trains (or resumes) and returns the final metrics; the best epoch is exported to `opts.out`
+/// as the engine's artifact (`fastsoftmax_translate::engine` for a recurrent translator,
+/// `fastsoftmax_translate::transformer` for a Transformer).
+pub fn train_nmt(
+    cfg: &NmtExperimentConfig,
+    opts: &NmtOptions,
+    device: &Device,
+) -> Result<NmtMetrics> {
+    let data = prepare(cfg, opts)?;
+    let (vs, vt) = (data.src_vocab.len(), data.tgt_vocab.len());
+    match &cfg.model {
+        NmtModelConfig::Rnn(m) => {
+            let export = |model: &Translator, d: &Prepared| {
+                crate::export_nmt::export(
+                    model,
+                    &d.src_vocab,
+                    &d.tgt_vocab,
+                    &d.tokenizer,
+                    m,
+                    &opts.out,
+                )
+            };
+            train_network(cfg, opts, device, &data, || m.init(vs, vt, device), export)
+        }
+        NmtModelConfig::Transformer(m) => {
+            let export = |model: &TransformerNmt, d: &Prepared| {
+                crate::export_nmt::export_transformer(
+                    model,
+                    (&d.src_vocab, &d.tokenizer),
+                    &d.tgt_vocab,
+                    m,
+                    &opts.out,
+                )
+            };
+            train_network(cfg, opts, device, &data, || m.init(vs, vt, device), export)
+        }
+    }
+}
+
+fn train_network<M: NmtNetwork>(
+    cfg: &NmtExperimentConfig,
+    opts: &NmtOptions,
+    device: &Device,
+    data: &Prepared,
+    init: impl Fn() -> M,
+    export: impl Fn(&M, &Prepared) -> Result<()>,
+) -> Result<NmtMetrics> {
+    let t = &cfg.train;
+    let (src_vocab, tgt_vocab) = (&data.src_vocab, &data.tgt_vocab);
+    let (train, valid) = (&data.train, &data.valid);
+    let skipped_long = data.skipped_long;
     let sampler = match t.softmax {
         TrainingSoftmax::Full => None,
         TrainingSoftmax::Sampled { samples, power } => {
@@ -365,12 +613,13 @@ pub fn train_nmt(
     let out = |f: &str| opts.out.join(f);
 
     device.seed(t.seed);
-    let mut model = cfg.model.init(src_vocab.len(), tgt_vocab.len(), device);
+    let mut model = init();
     let mut state = NmtState {
         config: cfg.clone(),
         src_vocab: src_vocab.len(),
         tgt_vocab: tgt_vocab.len(),
         epochs_done: 0,
+        steps_done: 0,
         lr: t.lr,
         best_valid_bleu: f64::NEG_INFINITY,
         history: Vec::new(),
@@ -394,8 +643,9 @@ pub fn train_nmt(
         &out("config.json"),
         &serde_json::to_string_pretty(cfg).unwrap(),
     )?;
-    write_text(&out("src.vocab"), &vocab_text(&src_vocab))?;
-    write_text(&out("tgt.vocab"), &vocab_text(&tgt_vocab))?;
+    write_text(&out("src.vocab"), &vocab_text(src_vocab))?;
+    write_text(&out("tgt.vocab"), &vocab_text(tgt_vocab))?;
+    data.tokenizer.save(&opts.out)?;
     record_command(&opts.out, opts.resume, &opts.command)?;
     eprintln!(
         "{} training pairs ({skipped_long} longer than {} skipped), vocabularies {} → {} words",
@@ -406,8 +656,17 @@ pub fn train_nmt(
     );
 
     let mut optim = AdamConfig::new()
+        .with_beta_2(t.adam_beta2 as f32)
         .with_grad_clipping(Some(GradientClippingConfig::Norm(t.clip_norm as f32)))
         .init();
+    if opts.resume && out(OPTIMIZER).exists() {
+        optim = optim.load(out(OPTIMIZER)).map_err(|e| {
+            Error::Invalid(format!(
+                "{}: could not load Adam's state ({e:?}); delete the file to resume with fresh moments",
+                out(OPTIMIZER).display()
+            ))
+        })?;
+    }
     let ops = Ops::for_device(device);
     let pad = tgt_vocab.eos();
     let mut trained = std::time::Duration::ZERO;
@@ -453,7 +712,8 @@ pub fn train_nmt(
             let grads = GradientsParams::from_grads(objective.backward(), &model);
             losses.push(nll.detach(), batch.num_targets());
             phases.backward_s += lap(&mut clock);
-            model = optim.step(state.lr, model, grads);
+            state.steps_done += 1;
+            model = optim.step(t.rate_at(state.lr, state.steps_done), model, grads);
             phases.step_s += lap(&mut clock);
             bar.inc(batch.num_targets() as u64);
             if losses.due() {
@@ -474,12 +734,12 @@ pub fn train_nmt(
             break;
         }
         let inference = model.valid();
-        let valid_ppl = perplexity(&inference, &valid, t.batch_size, pad);
-        let hyps = translate_greedy(&inference, &valid, &tgt_vocab, t.batch_size);
+        let valid_ppl = perplexity(&inference, valid, t.batch_size, pad);
+        let hyps = translate_greedy(&inference, valid, tgt_vocab, t.batch_size);
         let valid_bleu = bleu::corpus_bleu(&hyps, &valid.references).score;
         let record = NmtEpoch {
             epoch,
-            lr: state.lr,
+            lr: t.rate_at(state.lr, state.steps_done),
             train_ppl: losses.perplexity(),
             valid_ppl,
             valid_bleu,
@@ -508,7 +768,7 @@ pub fn train_nmt(
         if valid_bleu > state.best_valid_bleu {
             state.best_valid_bleu = valid_bleu;
             save_module(&model, &out(BEST))?;
-            crate::export_nmt::export(&inference, &src_vocab, &tgt_vocab, &cfg.model, &opts.out)?;
+            export(&inference, data)?;
         }
         state.history.push(record);
         state.epochs_done = epoch;
@@ -516,6 +776,14 @@ pub fn train_nmt(
             state.lr *= t.lr_decay;
         }
         save_module(&model, &out(CHECKPOINT))?;
+        // Adam's moments beside the weights, through a scratch file: a resumed run continues
+        // the same descent instead of restarting the moments at full step size.
+        let scratch = out(&format!("{OPTIMIZER}.tmp"));
+        optim.save(&scratch).map_err(|e| {
+            Error::Invalid(format!("{}: could not save ({e:?})", scratch.display()))
+        })?;
+        std::fs::rename(&scratch, out(OPTIMIZER))
+            .map_err(|e| Error::Invalid(format!("{}: {e}", out(OPTIMIZER).display())))?;
         if t.average_last > 1 {
             save_module(&model, &out(&epoch_checkpoint(epoch)))?;
             if let Some(old) = epoch.checked_sub(t.average_last) {
@@ -539,7 +807,6 @@ pub fn train_nmt(
         .max_by(|a, b| a.valid_bleu.total_cmp(&b.valid_bleu))
         .expect("at least one epoch");
     let mut exported = format!("epoch {}", best_epoch.epoch);
-    let init = || cfg.model.init(src_vocab.len(), tgt_vocab.len(), device);
     let mut average = None;
     let kept: Vec<usize> = (state.epochs_done.saturating_sub(t.average_last) + 1
         ..=state.epochs_done)
@@ -552,8 +819,8 @@ pub fn train_nmt(
             .collect::<Result<Vec<_>>>()?;
         let mean = crate::average::average(models)?;
         let inference = mean.valid();
-        let valid_ppl = perplexity(&inference, &valid, t.batch_size, pad);
-        let hyps = translate_greedy(&inference, &valid, &tgt_vocab, t.batch_size);
+        let valid_ppl = perplexity(&inference, valid, t.batch_size, pad);
+        let hyps = translate_greedy(&inference, valid, tgt_vocab, t.batch_size);
         let valid_bleu = bleu::corpus_bleu(&hyps, &valid.references).score;
         let (first, last) = (kept[0], kept[kept.len() - 1]);
         let line = format!(
@@ -577,7 +844,7 @@ pub fn train_nmt(
         });
     }
     let best = load_module(init(), &out(BEST))?;
-    crate::export_nmt::export(&best.valid(), &src_vocab, &tgt_vocab, &cfg.model, &opts.out)?;
+    export(&best.valid(), data)?;
     let metrics = NmtMetrics {
         best_epoch: best_epoch.epoch,
         valid_bleu: best_epoch.valid_bleu,
@@ -595,13 +862,16 @@ pub fn train_nmt(
 }
 
 /// Perplexity of the targets of `data` under teacher forcing (full softmax, no autodiff).
-pub fn perplexity(model: &Translator, data: &Parallel, batch_size: usize, pad: u32) -> f64 {
-    let device = model.src_embedding.weight.device();
+pub fn perplexity<M: NmtNetwork>(model: &M, data: &Parallel, batch_size: usize, pad: u32) -> f64 {
+    let device = model.device();
     let ops = Ops::for_device(&device);
     let mut losses = PendingLosses::new(&device);
     for ids in batches(&data.pairs, batch_size, 0) {
         let batch = make_batch(&data.pairs, &ids, pad);
-        losses.push(model.loss(&batch, ops, None), batch.num_targets());
+        losses.push(
+            model.smoothed_loss(&batch, ops, None, 0.0).1,
+            batch.num_targets(),
+        );
     }
     match losses.read() {
         Ok(()) => losses.perplexity(),
@@ -610,13 +880,13 @@ pub fn perplexity(model: &Translator, data: &Parallel, batch_size: usize, pad: u
 }
 
 /// Greedy translations of every source of `data`, detokenized, in input order.
-pub fn translate_greedy(
-    model: &Translator,
+pub fn translate_greedy<M: NmtNetwork>(
+    model: &M,
     data: &Parallel,
     tgt_vocab: &Vocab,
     batch_size: usize,
 ) -> Vec<String> {
-    let device = model.src_embedding.weight.device();
+    let device = model.device();
     let mut out = vec![String::new(); data.pairs.len()];
     for ids in batches(&data.pairs, batch_size, 0) {
         let s = data.pairs[ids[0]].0.len();
@@ -634,12 +904,12 @@ pub fn translate_greedy(
     out
 }
 
-fn resume(
+fn resume<M: NmtNetwork>(
     cfg: &NmtExperimentConfig,
     fresh: &NmtState,
     dir: &Path,
-    model: Translator,
-) -> Result<(NmtState, Translator)> {
+    model: M,
+) -> Result<(NmtState, M)> {
     let path = dir.join(STATE_FILE);
     let text = std::fs::read_to_string(&path).map_err(|e| {
         Error::Invalid(format!(

@@ -16,11 +16,14 @@ use fastsoftmax_infer::model::artifact::Cell;
 use fastsoftmax_infer::{Error, Result, Vocab};
 use serde::{Deserialize, Serialize};
 
+use crate::tokenizer::{TokenKind, Tokenizer, SUBWORDS_FILE};
+
 pub const MANIFEST_FILE: &str = "manifest.json";
 pub const WEIGHTS_FILE: &str = "model.safetensors";
 pub const FORMAT: &str = "fastsoftmax-nmt";
-/// The newest format this engine reads (it reads every older one too).
-pub const FORMAT_VERSION: u32 = 2;
+/// The newest format this engine reads (it reads every older one too). v3: the source is
+/// read as subwords ([`crate::tokenizer`]), whose tokenizer is a file beside the weights.
+pub const FORMAT_VERSION: u32 = 3;
 
 /// How the matrices are stored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -59,6 +62,9 @@ struct Manifest {
     precision: Precision,
     #[serde(flatten)]
     spec: NmtSpec,
+    /// How the source is cut into tokens (absent before v3: words).
+    #[serde(default)]
+    src_tokens: TokenKind,
     src_vocab: Vec<String>,
     tgt_vocab: Vec<String>,
     sha256: Digests,
@@ -77,6 +83,8 @@ pub struct NmtWeights {
     pub int8: BTreeMap<String, (Vec<i8>, Vec<f32>)>,
     /// For an int16 model, every matrix as stored: name → (int16 values, its one scale).
     pub int16: BTreeMap<String, (Vec<i16>, f32)>,
+    /// How the source is cut into tokens.
+    pub src_tokenizer: Tokenizer,
 }
 
 impl NmtWeights {
@@ -223,33 +231,14 @@ impl NmtWeights {
                 s.tgt_vocab_size
             ));
         }
-        let expected = Self::expected_shapes(s);
-        if expected.len() != self.tensors.len() {
-            return bad(format!(
-                "{} tensors, the shape {s:?} needs {}; the files belong to different models",
-                self.tensors.len(),
-                expected.len()
-            ));
-        }
-        for (name, shape) in expected {
-            let Some(data) = self.tensors.get(&name) else {
-                return bad(format!(
-                    "tensor `{name}` is missing; the files belong to different models"
-                ));
-            };
+        check_tensors(
+            &Self::expected_shapes(s),
+            &self.tensors,
+            origin,
+            &format!("{s:?}"),
+        )?;
+        for (name, shape) in Self::expected_shapes(s) {
             let want: usize = shape.iter().product();
-            if data.len() != want {
-                return bad(format!(
-                    "tensor `{name}` has {} values, the manifest's dimensions need {want} ({shape:?})",
-                    data.len()
-                ));
-            }
-            if let Some(i) = data.iter().position(|x| !x.is_finite()) {
-                return bad(format!(
-                    "tensor `{name}` holds a non-finite value ({}) at index {i}; the model diverged or the file is corrupt — retrain or re-export it",
-                    data[i]
-                ));
-            }
             if let Some((q, scale)) = self.int8.get(&name) {
                 if shape.len() != 2 || q.len() != want || scale.len() != shape[0] {
                     return bad(format!(
@@ -303,16 +292,33 @@ impl NmtWeights {
             .safetensors()
             .map_err(|e| Error::format(dir.join(WEIGHTS_FILE), e))?;
         write_atomic(&dir.join(WEIGHTS_FILE), &bytes)?;
+        let mut sha256: Digests = [(WEIGHTS_FILE.to_string(), files::sha256_hex(&bytes))].into();
+        if let Some(json) = self.src_tokenizer.to_json() {
+            write_atomic(&dir.join(SUBWORDS_FILE), json.as_bytes())?;
+            sha256.insert(
+                SUBWORDS_FILE.to_string(),
+                files::sha256_hex(json.as_bytes()),
+            );
+        }
         let precision = self.precision();
+        let src_tokens = self.src_tokenizer.kind();
         let manifest = Manifest {
             format: FORMAT.into(),
-            // f32 artifacts stay v1, so that older engines keep reading them.
-            format_version: if precision == Precision::F32 { 1 } else { 2 },
+            // The oldest version that holds the model, so that older engines keep reading
+            // what they can: f32 words v1, quantized v2, subwords v3.
+            format_version: if src_tokens != TokenKind::Words {
+                3
+            } else if precision == Precision::F32 {
+                1
+            } else {
+                2
+            },
             precision,
             spec: self.spec,
+            src_tokens,
             src_vocab: self.src_vocab.words().to_vec(),
             tgt_vocab: self.tgt_vocab.words().to_vec(),
-            sha256: [(WEIGHTS_FILE.to_string(), files::sha256_hex(&bytes))].into(),
+            sha256,
         };
         let json = serde_json::to_vec_pretty(&manifest).expect("manifest serializes");
         write_atomic(&dir.join(MANIFEST_FILE), &json)
@@ -530,6 +536,29 @@ impl NmtWeights {
                 format!("unexpected tensor `{name}.scale`; the files belong to different models"),
             ));
         }
+        let src_tokenizer = match manifest.src_tokens {
+            TokenKind::Words => Tokenizer::Words,
+            TokenKind::Subwords { .. } => {
+                let path = dir.join(SUBWORDS_FILE);
+                let text = std::fs::read(&path).map_err(|e| {
+                    Error::format(
+                        &path,
+                        format!("{e}: the translator reads subwords and needs this tokenizer file beside its weights; restore it or export the model again"),
+                    )
+                })?;
+                files::verify(
+                    &path,
+                    &text,
+                    &manifest.sha256,
+                    &manifest_path,
+                    dir,
+                    "restore it or export the model again",
+                )?;
+                let text = String::from_utf8_lossy(&text);
+                Tokenizer::from_json(&text)
+                    .map_err(|e| Error::format(&path, format!("not a subword tokenizer ({e})")))?
+            }
+        };
         let w = NmtWeights {
             spec: manifest.spec,
             src_vocab,
@@ -537,8 +566,48 @@ impl NmtWeights {
             tensors,
             int8: int8_tensors,
             int16: int16_tensors,
+            src_tokenizer,
         };
         w.validate(&weights_path)?;
         Ok(w)
     }
+}
+
+/// Checks that `tensors` holds exactly the `expected` names, each with its shape's number of
+/// values, all finite (`shape` names the model's dimensions in the errors).
+pub(crate) fn check_tensors(
+    expected: &[(String, Vec<usize>)],
+    tensors: &BTreeMap<String, Vec<f32>>,
+    origin: &Path,
+    shape: &str,
+) -> Result<()> {
+    let bad = |m: String| Err(Error::format(origin, m));
+    if expected.len() != tensors.len() {
+        return bad(format!(
+            "{} tensors, the shape {shape} needs {}; the files belong to different models",
+            tensors.len(),
+            expected.len()
+        ));
+    }
+    for (name, dims) in expected {
+        let Some(data) = tensors.get(name) else {
+            return bad(format!(
+                "tensor `{name}` is missing; the files belong to different models"
+            ));
+        };
+        let want: usize = dims.iter().product();
+        if data.len() != want {
+            return bad(format!(
+                "tensor `{name}` has {} values, the manifest's dimensions need {want} ({dims:?})",
+                data.len()
+            ));
+        }
+        if let Some(i) = data.iter().position(|x| !x.is_finite()) {
+            return bad(format!(
+                "tensor `{name}` holds a non-finite value ({}) at index {i}; the model diverged or the file is corrupt — retrain or re-export it",
+                data[i]
+            ));
+        }
+    }
+    Ok(())
 }

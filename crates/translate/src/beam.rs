@@ -109,18 +109,160 @@ pub struct Source {
     pub truncated: usize,
 }
 
+/// A hypothesis: its words, the source position each one's step attended to most, log p.
 #[derive(Debug, Clone)]
-struct Hyp {
+pub(crate) struct Hyp {
     ids: Vec<u32>,
     attended: Vec<u32>,
     log_prob: f64,
+}
+
+/// The bookkeeping of a batch's beams, shared by the recurrent and the Transformer engines:
+/// the live rows (each a hypothesis of one sentence, grouped by sentence in order), the words
+/// they feed to the next step, and each sentence's finished hypotheses. A finished hypothesis
+/// takes a beam slot, so a sentence stops once it holds `beam` of them; a sentence's rows
+/// stop at `max_len` tokens.
+pub(crate) struct Beams {
+    k: usize,
+    alpha: f64,
+    eos: u32,
+    max_len: Vec<usize>,
+    /// Per live row: its sentence.
+    pub sentence: Vec<usize>,
+    hyps: Vec<Hyp>,
+    /// Per live row: the word it feeds to the next step.
+    pub prev: Vec<u32>,
+    finished: Vec<Vec<(f64, Hyp)>>,
+    step: usize,
+}
+
+impl Beams {
+    /// One row per sentence, each starting from `eos`; `max_len[s]` tokens at most.
+    pub fn new(max_len: Vec<usize>, opts: &SearchOptions, eos: u32) -> Beams {
+        let n = max_len.len();
+        Beams {
+            k: opts.beam,
+            alpha: opts.length_norm as f64,
+            eos,
+            max_len,
+            sentence: (0..n).collect(),
+            hyps: vec![
+                Hyp {
+                    ids: Vec::new(),
+                    attended: Vec::new(),
+                    log_prob: 0.0,
+                };
+                n
+            ],
+            prev: vec![eos; n],
+            finished: vec![Vec::new(); n],
+            step: 0,
+        }
+    }
+
+    /// True when no row is live.
+    pub fn is_done(&self) -> bool {
+        self.prev.is_empty()
+    }
+
+    /// After a step over the live rows: each row's `top` words (`word(row, id)` maps a top's id
+    /// to a target id) and log-normaliser, and the source position it attended to most. Picks
+    /// per sentence the best children of its rows; returns the parent row of each new row.
+    pub fn advance(
+        &mut self,
+        tops: &[TopK],
+        log_z: &[f64],
+        word: impl Fn(usize, u32) -> u32,
+        attended: impl Fn(usize) -> u32,
+    ) -> Vec<usize> {
+        let n = self.prev.len();
+        let (mut parents, mut hyps, mut prev, mut sentence) =
+            (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        let mut r = 0;
+        while r < n {
+            let s = self.sentence[r];
+            let mut end = r;
+            while end < n && self.sentence[end] == s {
+                end += 1;
+            }
+            let mut cands: Vec<(f64, usize, u32)> = Vec::with_capacity((end - r) * self.k);
+            for (row, top) in tops.iter().enumerate().take(end).skip(r) {
+                for sc in top.as_slice() {
+                    let lp = sc.logit as f64 - log_z[row];
+                    cands.push((self.hyps[row].log_prob + lp, row, word(row, sc.id)));
+                }
+            }
+            // Best first; ties to the earlier row, then the lower id (greedy = argmax).
+            cands.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)));
+            let room = self.k - self.finished[s].len();
+            let last = self.step + 1 >= self.max_len[s];
+            for &(lp, row, id) in cands.iter().take(room) {
+                let mut h = self.hyps[row].clone();
+                h.log_prob = lp;
+                if id != self.eos {
+                    h.ids.push(id);
+                    h.attended.push(attended(row));
+                }
+                if id == self.eos || last {
+                    let score = h.log_prob / ((h.ids.len() + 1) as f64).powf(self.alpha);
+                    self.finished[s].push((score, h));
+                } else {
+                    parents.push(row);
+                    hyps.push(h);
+                    prev.push(id);
+                    sentence.push(s);
+                }
+            }
+            r = end;
+        }
+        (self.hyps, self.prev, self.sentence) = (hyps, prev, sentence);
+        self.step += 1;
+        parents
+    }
+
+    /// Each sentence's finished hypotheses with their scores, best first.
+    pub fn finished(self) -> Vec<Vec<(f64, Hyp)>> {
+        let mut all = self.finished;
+        for f in &mut all {
+            f.sort_by(|a, b| b.0.total_cmp(&a.0));
+        }
+        all
+    }
+}
+
+/// A finished hypothesis as a translation: `<unk>` replaced by the source token its step
+/// attended to most (when `replace_unk`), detokenized.
+pub(crate) fn translation(
+    vocab: &fastsoftmax_infer::Vocab,
+    h: Hyp,
+    score: f64,
+    src: &Source,
+    replace_unk: bool,
+) -> Translation {
+    let unk = vocab.unk();
+    let tokens: Vec<String> = h
+        .ids
+        .iter()
+        .zip(&h.attended)
+        .map(|(&id, &pos)| match src.tokens.get(pos as usize) {
+            Some(word) if replace_unk && id == unk => word.clone(),
+            _ => vocab.word(id).to_string(),
+        })
+        .collect();
+    Translation {
+        text: text::detokenize(&tokens),
+        tokens,
+        ids: h.ids,
+        log_prob: h.log_prob,
+        score,
+    }
 }
 
 impl Translator {
     /// Tokenizes a source line, maps unknown words to `<unk>`, cuts it to
     /// `max_source_tokens` and appends `<eos>`.
     pub fn source(&self, line: &str, max_source_tokens: usize) -> Source {
-        let mut tokens = text::tokenize(line);
+        let mut tokens = self.src_tokenizer().tokenize(line);
         let truncated = tokens.len().saturating_sub(max_source_tokens);
         tokens.truncate(max_source_tokens);
         let vocab = self.src_vocab();
@@ -191,30 +333,24 @@ impl Translator {
         };
         profile.output += lap(&mut clock);
 
-        let eos = self.tgt_vocab().eos();
         let (d_h, d_a) = (self.spec().d_hidden, self.spec().d_attn);
         let k = opts.beam;
         let mut rows = self.initial_rows(&encoded);
-        // Per row: its hypothesis; per sentence: finished hypotheses.
-        let mut hyps: Vec<Hyp> = vec![
-            Hyp {
-                ids: Vec::new(),
-                attended: Vec::new(),
-                log_prob: 0.0,
-            };
-            encoded.len()
-        ];
-        let mut finished: Vec<Vec<(f64, Hyp)>> = vec![Vec::new(); encoded.len()];
-        let max_len: Vec<usize> = encoded.iter().map(|e| 2 * e.len + 10).collect();
-        let norm = |h: &Hyp| h.log_prob / ((h.ids.len() + 1) as f64).powf(opts.length_norm as f64);
+        let max_len = encoded.iter().map(|e| 2 * e.len + 10).collect();
+        let mut beams = Beams::new(max_len, opts, self.tgt_vocab().eos());
         let mut scratch = Scratch::default();
         let mut tops: Vec<TopK> = Vec::new();
         let mut log_z: Vec<f64> = Vec::new();
-        let mut prev: Vec<u32> = vec![eos; encoded.len()];
-        let mut step = 0;
-        while !rows.is_empty() {
+        while !beams.is_done() {
             profile.beam += lap(&mut clock);
-            self.step(&prev, &mut rows, &encoded, output, &mut scratch, profile);
+            self.step(
+                &beams.prev,
+                &mut rows,
+                &encoded,
+                output,
+                &mut scratch,
+                profile,
+            );
             let mut clock_out = Instant::now();
             let n = rows.len();
             tops.resize_with(n, || TopK::new(k));
@@ -225,60 +361,21 @@ impl Translator {
             }
             profile.output += lap(&mut clock_out);
             clock = Instant::now();
-            // Choose per sentence among the children of its live rows.
-            let mut parents = Vec::new();
-            let mut next_hyps = Vec::new();
-            let mut next_prev = Vec::new();
-            let mut r = 0;
-            while r < n {
-                let s = rows.sentence[r];
-                let mut end = r;
-                while end < n && rows.sentence[end] == s {
-                    end += 1;
-                }
-                let mut cands: Vec<(f64, usize, u32)> = Vec::with_capacity((end - r) * k);
-                for (row, top) in tops.iter().enumerate().take(end).skip(r) {
-                    for sc in top.as_slice() {
-                        let lp = sc.logit as f64 - log_z[row];
-                        let id = output.word(scratch.list[row], sc.id as usize);
-                        cands.push((hyps[row].log_prob + lp, row, id));
-                    }
-                }
-                // Best first; ties to the earlier row, then the lower id (greedy = argmax).
-                cands.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)));
-                let room = k - finished[s].len();
-                let last = step + 1 >= max_len[s];
-                for &(lp, row, id) in cands.iter().take(room) {
-                    let mut h = hyps[row].clone();
-                    h.log_prob = lp;
-                    if id == eos || last {
-                        if id != eos {
-                            h.ids.push(id);
-                            h.attended.push(scratch.attended[row]);
-                        }
-                        finished[s].push((norm(&h), h));
-                    } else {
-                        h.ids.push(id);
-                        h.attended.push(scratch.attended[row]);
-                        parents.push(row);
-                        next_hyps.push(h);
-                        next_prev.push(id);
-                    }
-                }
-                r = end;
-            }
+            let parents = beams.advance(
+                &tops[..n],
+                &log_z[..n],
+                |row, id| output.word(scratch.list[row], id as usize),
+                |row| scratch.attended[row],
+            );
             rows = rows.gather(&parents, d_h, d_a);
-            hyps = next_hyps;
-            prev = next_prev;
-            step += 1;
         }
-        for (j, &i) in active.iter().enumerate() {
-            let mut fin = std::mem::take(&mut finished[j]);
-            fin.sort_by(|a, b| b.0.total_cmp(&a.0));
+        for (fin, &i) in beams.finished().into_iter().zip(&active) {
             results[i] = fin
                 .into_iter()
                 .take(opts.n_best)
-                .map(|(score, h)| self.finish(h, score, &sources[i], opts.replace_unk))
+                .map(|(score, h)| {
+                    translation(self.tgt_vocab(), h, score, &sources[i], opts.replace_unk)
+                })
                 .collect();
         }
         profile.beam += lap(&mut clock);
@@ -304,27 +401,6 @@ impl Translator {
                     .collect(),
                 (0..tokens.len()).collect(),
             ),
-        }
-    }
-
-    fn finish(&self, h: Hyp, score: f64, src: &Source, replace_unk: bool) -> Translation {
-        let vocab = self.tgt_vocab();
-        let unk = vocab.unk();
-        let tokens: Vec<String> = h
-            .ids
-            .iter()
-            .zip(&h.attended)
-            .map(|(&id, &pos)| match src.tokens.get(pos as usize) {
-                Some(word) if replace_unk && id == unk => word.clone(),
-                _ => vocab.word(id).to_string(),
-            })
-            .collect();
-        Translation {
-            text: text::detokenize(&tokens),
-            tokens,
-            ids: h.ids,
-            log_prob: h.log_prob,
-            score,
         }
     }
 

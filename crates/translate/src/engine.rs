@@ -5,6 +5,7 @@
 //! `n` decoder rows (the live hypotheses of every sentence in a batch, one matrix product per
 //! layer for all of them), `E` embedding, `H` hidden, `A` attentional vector, `V` target words.
 
+use crate::tokenizer::Tokenizer;
 use std::path::Path;
 
 use fastsoftmax_infer::kernels::{Int16Matrix, Int8Matrix, PackedMatrix};
@@ -118,6 +119,7 @@ impl Rnn {
 /// A loaded translator.
 pub struct Translator {
     spec: NmtSpec,
+    src_tokenizer: Tokenizer,
     src_vocab: Vocab,
     tgt_vocab: Vocab,
     /// [Vs, E]
@@ -380,6 +382,7 @@ impl Translator {
             src_embedding: w.get("src_embedding").to_vec(),
             tgt_embedding: w.get("tgt_embedding").to_vec(),
             spec: s,
+            src_tokenizer: w.src_tokenizer,
             src_vocab: w.src_vocab,
             tgt_vocab: w.tgt_vocab,
             vmap: None,
@@ -393,6 +396,11 @@ impl Translator {
 
     pub fn src_vocab(&self) -> &Vocab {
         &self.src_vocab
+    }
+
+    /// How source text is cut into the tokens of [`Self::src_vocab`].
+    pub fn src_tokenizer(&self) -> &Tokenizer {
+        &self.src_tokenizer
     }
 
     pub fn tgt_vocab(&self) -> &Vocab {

@@ -5,6 +5,9 @@
 //! - [`beam`]: beam search over a batch of sentences, n-best, length normalisation.
 //! - [`text`]: word tokens and the way back to text.
 //! - [`bleu`]: corpus BLEU as sacreBLEU computes it by default.
+//! - [`tokenizer`]: source words or subwords (BPE, for Japanese).
+//! - [`transformer`]: the Transformer translator (the distillation teacher) and its beam.
+//! - [`distill`]: sequence-level distillation, a teacher re-translating the training source.
 //! - [`align`], [`vmap`]: word alignment and the vocabulary map built from it, which cuts the
 //!   output layer to the words a sentence's source n-grams can bring.
 //! - [`screen`]: L2S and DS-Softmax heads inside beam search, each row scoring only the words
@@ -14,9 +17,12 @@ pub mod align;
 pub mod artifact;
 pub mod beam;
 pub mod bleu;
+pub mod distill;
 pub mod engine;
 pub mod screen;
 pub mod text;
+pub mod tokenizer;
+pub mod transformer;
 pub mod vmap;
 
 pub use beam::{SearchOptions, Source, Translation, VmapScope};

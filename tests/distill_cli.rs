@@ -1,0 +1,149 @@
+//! End-to-end distillation on a fixture: `train-nmt` trains a tiny Transformer teacher on
+//! raw Japanese (subwords learnt inside), `translate` serves it, `distill` re-translates the
+//! training source, and `train-nmt --distilled` trains a recurrent student on that; a folder
+//! of another source or an unfinished one is refused by name.
+
+use std::path::Path;
+use std::process::Command;
+
+fn cli(args: &[&str]) -> (bool, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_fastsoftmax"))
+        .args(args)
+        .output()
+        .expect("run the fastsoftmax binary");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+const PAIRS: [(&str, &str); 4] = [
+    ("猫が寝る。", "the cat sleeps."),
+    ("犬が走る。", "the dog runs."),
+    ("猫が走る。", "the cat runs."),
+    ("犬が寝る。", "the dog sleeps."),
+];
+
+fn write_fixture(dir: &Path) {
+    for (part, n) in [("train", 96), ("valid", 4)] {
+        let (mut ja, mut en) = (String::new(), String::new());
+        for i in 0..n {
+            let (j, e) = PAIRS[i % PAIRS.len()];
+            ja.push_str(&format!("{j}\n"));
+            en.push_str(&format!("{e}\n"));
+        }
+        std::fs::write(dir.join(format!("{part}.ja")), ja).unwrap();
+        std::fs::write(dir.join(format!("{part}.en")), en).unwrap();
+    }
+    std::fs::write(
+        dir.join("teacher.json"),
+        r#"{"model": {"arch": "transformer", "d_model": 16, "d_ff": 32, "n_heads": 2,
+                      "enc_layers": 1, "dec_layers": 1, "dropout": 0.0, "tied": true},
+            "train": {"lr": 0.01, "warmup_steps": 10, "adam_beta2": 0.98, "lr_decay": 1.0,
+                      "decay_from_epoch": 1, "epochs": 6, "batch_size": 8, "clip_norm": 1.0,
+                      "seed": 1, "src_tokens": {"subwords": {"size": 30}}}}"#,
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("student.json"),
+        r#"{"model": {"cell": "gru", "d_embed": 16, "d_hidden": 16, "enc_layers": 1, "dec_layers": 1, "tied": true},
+            "train": {"lr": 0.02, "lr_decay": 1.0, "decay_from_epoch": 1, "epochs": 2, "batch_size": 8,
+                      "clip_norm": 5.0, "seed": 1, "src_tokens": {"subwords": {"size": 30}}}}"#,
+    )
+    .unwrap();
+}
+
+#[test]
+fn teacher_translate_distill_and_student() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    write_fixture(d);
+    let s = |p: &str| d.join(p).to_str().unwrap().to_string();
+    let data = ["--data", &s(""), "--src", "ja", "--tgt", "en"];
+    let train = |config: &str, out: &str, extra: &[&str]| {
+        let mut args = vec![
+            "train-nmt",
+            "--config",
+            config,
+            "--out",
+            out,
+            "--quiet",
+            "--threads",
+            "1",
+        ];
+        args.extend(data);
+        args.extend(extra);
+        cli(&args)
+    };
+    let (ok, _, err) = train(&s("teacher.json"), &s("teacher"), &[]);
+    assert!(ok, "teacher: {err}");
+    assert!(d.join("teacher/src.subwords.json").exists());
+
+    // The teacher reads raw Japanese; half-width katakana and emoji are read, not refused.
+    std::fs::write(d.join("in.ja"), "猫が寝る。\n\nｶﾀｶﾅ😀\n").unwrap();
+    let (ok, out, err) = cli(&[
+        "translate",
+        "--model",
+        &s("teacher"),
+        "--input",
+        &s("in.ja"),
+    ]);
+    assert!(ok, "translate: {err}");
+    assert_eq!(out.lines().count(), 3, "{out}");
+    assert!(out.lines().nth(1).unwrap().is_empty());
+    assert!(err.contains("Transformer"), "{err}");
+    let (ok, _, err) = cli(&[
+        "translate",
+        "--model",
+        &s("teacher"),
+        "--vmap",
+        &s("x"),
+        "--input",
+        &s("in.ja"),
+    ]);
+    assert!(!ok && err.contains("Transformer"), "{err}");
+
+    // Distil, then a student on the teacher's translations.
+    let (teacher, distilled) = (s("teacher"), s("distilled"));
+    let mut args = vec![
+        "distill",
+        "--teacher",
+        &teacher,
+        "--out",
+        &distilled,
+        "--quiet",
+    ];
+    args.extend(["--threads", "2"]);
+    args.extend(data);
+    let (ok, out, err) = cli(&args);
+    assert!(ok, "distill: {err}");
+    assert!(out.contains("96 sentences"), "{out}");
+    let lines = std::fs::read_to_string(d.join("distilled/train.en")).unwrap();
+    assert_eq!(lines.lines().count(), 96);
+    let (ok, _, err) = train(
+        &s("student.json"),
+        &s("student"),
+        &["--distilled", &distilled],
+    );
+    assert!(ok, "student: {err}");
+    assert!(d.join("student/manifest.json").exists());
+
+    // A distillation of another source is refused by name; so is a missing one.
+    std::fs::write(d.join("train.ja"), "別の文。\n".repeat(96)).unwrap();
+    let (ok, _, err) = train(
+        &s("student.json"),
+        &s("student2"),
+        &["--distilled", &distilled],
+    );
+    assert!(!ok && err.contains("another training source"), "{err}");
+    let (ok, _, err) = train(
+        &s("student.json"),
+        &s("student3"),
+        &["--distilled", &s("nowhere")],
+    );
+    assert!(
+        !ok && err.contains("distill.json") && err.contains("fastsoftmax distill"),
+        "{err}"
+    );
+}
