@@ -76,9 +76,15 @@ fn teacher_translate_distill_and_student() {
         args.extend(extra);
         cli(&args)
     };
+    let (teacher_dir, vmap) = (s("teacher"), s("ja.vmap"));
     let (ok, _, err) = train(&s("teacher.json"), &s("teacher"), &[]);
     assert!(ok, "teacher: {err}");
     assert!(d.join("teacher/src.subwords.json").exists());
+    let manifest = std::fs::read_to_string(d.join("teacher/manifest.json")).unwrap();
+    assert!(
+        manifest.contains(r#""src": "ja""#) && manifest.contains(r#""tgt": "en""#),
+        "the language pair is recorded: {manifest}"
+    );
 
     // The teacher reads raw Japanese; half-width katakana and emoji are read, not refused.
     std::fs::write(d.join("in.ja"), "猫が寝る。\n\nｶﾀｶﾅ😀\n").unwrap();
@@ -103,6 +109,38 @@ fn teacher_translate_distill_and_student() {
         &s("in.ja"),
     ]);
     assert!(!ok && err.contains("Transformer"), "{err}");
+
+    // The teacher's pieces for a peer, and a vocabulary map keyed by them.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_fastsoftmax"))
+        .args(["text", "tokenize", "--model", &s("teacher")])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(&mut child.stdin.take().unwrap(), "猫が寝る。\n".as_bytes()).unwrap();
+    let pieces = String::from_utf8(child.wait_with_output().unwrap().stdout).unwrap();
+    assert!(
+        pieces.trim().contains(' ') && pieces.trim().ends_with(" 。"),
+        "{pieces:?}"
+    );
+    assert_eq!(pieces.replace(' ', "").trim(), "猫が寝る。");
+    let mut args = vec![
+        "build-vmap",
+        "--model",
+        &teacher_dir,
+        "--out",
+        &vmap,
+        "--eval",
+        "none",
+    ];
+    args.extend(data);
+    let (ok, _, err) = cli(&args);
+    assert!(ok, "build-vmap: {err}");
+    let map = std::fs::read_to_string(&vmap).unwrap();
+    assert!(
+        map.lines().any(|l| l.starts_with("猫")),
+        "keys are the teacher's pieces"
+    );
 
     // Distil, then a student on the teacher's translations.
     let (teacher, distilled) = (s("teacher"), s("distilled"));

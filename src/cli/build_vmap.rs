@@ -7,7 +7,8 @@ use std::time::Instant;
 use anyhow::{bail, Context};
 use clap::Args;
 use fastsoftmax_translate::align::{align, AlignConfig, Links};
-use fastsoftmax_translate::text::tokenize;
+use fastsoftmax_translate::distill;
+use fastsoftmax_translate::tokenizer::Tokenizer;
 use fastsoftmax_translate::{VmapConfig, VocabMap};
 use indicatif::{ProgressBar, ProgressStyle};
 
@@ -51,6 +52,10 @@ pub struct BuildVmapArgs {
     /// Print the map's statistics as JSON on stdout.
     #[arg(long)]
     json: bool,
+    /// The translator the map is for: its source tokenizer cuts the source side (a subword
+    /// translator's map keys are subwords). Default: word tokens.
+    #[arg(long)]
+    model: Option<PathBuf>,
 }
 
 /// What a map covers of a split's references.
@@ -76,7 +81,7 @@ struct Report {
     align_seconds: f64,
 }
 
-fn read_tokens(path: &Path) -> anyhow::Result<Vec<Vec<String>>> {
+fn read_tokens(path: &Path, tokenizer: &Tokenizer) -> anyhow::Result<Vec<Vec<String>>> {
     let bytes = std::fs::read(path).with_context(|| {
         format!(
             "reading {} (fetch the corpus with `fastsoftmax data fetch bible`)",
@@ -85,7 +90,7 @@ fn read_tokens(path: &Path) -> anyhow::Result<Vec<Vec<String>>> {
     })?;
     let text = String::from_utf8(bytes)
         .map_err(|e| anyhow::anyhow!("{} is not UTF-8 text ({e})", path.display()))?;
-    Ok(text.lines().map(tokenize).collect())
+    Ok(text.lines().map(|l| tokenizer.tokenize(l)).collect())
 }
 
 /// Word ids of every token (each side its own dictionary).
@@ -157,8 +162,15 @@ fn read_links(path: &Path, src: &[Vec<String>], tgt: &[Vec<String>]) -> anyhow::
 
 pub fn run(a: BuildVmapArgs) -> anyhow::Result<()> {
     let (src_file, tgt_file) = a.parallel.files("train");
-    let src = read_tokens(&src_file)?;
-    let tgt = read_tokens(&tgt_file)?;
+    let source_tokens = match &a.model {
+        Some(dir) => distill::load_any(dir)
+            .with_context(|| format!("loading the translator in {}", dir.display()))?
+            .src_tokenizer()
+            .clone(),
+        None => Tokenizer::Words,
+    };
+    let src = read_tokens(&src_file, &source_tokens)?;
+    let tgt = read_tokens(&tgt_file, &Tokenizer::Words)?;
     if src.len() != tgt.len() {
         bail!(
             "{} has {} lines but {} has {}: the training split must be one sentence pair per line",
@@ -232,7 +244,10 @@ pub fn run(a: BuildVmapArgs) -> anyhow::Result<()> {
     };
     if a.eval != "none" {
         let (es, et) = a.parallel.files(&a.eval);
-        let (es, et) = (read_tokens(&es)?, read_tokens(&et)?);
+        let (es, et) = (
+            read_tokens(&es, &source_tokens)?,
+            read_tokens(&et, &Tokenizer::Words)?,
+        );
         if es.len() != et.len() {
             bail!("the {} split's two sides differ in length", a.eval);
         }

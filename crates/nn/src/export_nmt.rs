@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use fastsoftmax_infer::Vocab;
-use fastsoftmax_translate::artifact::{NmtSpec, NmtWeights};
+use fastsoftmax_translate::artifact::{Languages, NmtSpec, NmtWeights};
 use fastsoftmax_translate::tokenizer::Tokenizer;
 use fastsoftmax_translate::transformer::{TransformerSpec, TransformerWeights};
 
@@ -29,6 +29,7 @@ pub fn to_weights(
     (src, tokenizer): (&Vocab, &Tokenizer),
     tgt: &Vocab,
     cfg: &NmtConfig,
+    languages: Option<&Languages>,
 ) -> NmtWeights {
     let mut t = BTreeMap::new();
     t.insert(
@@ -76,6 +77,7 @@ pub fn to_weights(
         int8: Default::default(),
         int16: Default::default(),
         src_tokenizer: tokenizer.clone(),
+        languages: languages.cloned(),
     }
 }
 
@@ -86,9 +88,10 @@ pub fn export(
     tgt: &Vocab,
     tokenizer: &Tokenizer,
     cfg: &NmtConfig,
+    languages: Option<&Languages>,
     dir: &Path,
 ) -> Result<()> {
-    to_weights(model, (src, tokenizer), tgt, cfg).save(dir)?;
+    to_weights(model, (src, tokenizer), tgt, cfg, languages).save(dir)?;
     Ok(())
 }
 
@@ -138,6 +141,7 @@ pub fn transformer_weights(
     (src, tokenizer): (&Vocab, &Tokenizer),
     tgt: &Vocab,
     cfg: &TransformerConfig,
+    languages: Option<&Languages>,
 ) -> TransformerWeights {
     let mut t = BTreeMap::new();
     t.insert(
@@ -180,6 +184,7 @@ pub fn transformer_weights(
             tied: cfg.tied,
         },
         src_tokenizer: tokenizer.clone(),
+        languages: languages.cloned(),
         src_vocab: src.clone(),
         tgt_vocab: tgt.clone(),
         tensors: t,
@@ -192,8 +197,9 @@ pub fn export_transformer(
     (src, tokenizer): (&Vocab, &Tokenizer),
     tgt: &Vocab,
     cfg: &TransformerConfig,
+    languages: Option<&Languages>,
     dir: &Path,
 ) -> Result<()> {
-    transformer_weights(model, (src, tokenizer), tgt, cfg).save(dir)?;
+    transformer_weights(model, (src, tokenizer), tgt, cfg, languages).save(dir)?;
     Ok(())
 }

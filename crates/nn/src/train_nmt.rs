@@ -549,6 +549,11 @@ pub fn train_nmt(
 ) -> Result<NmtMetrics> {
     let data = prepare(cfg, opts)?;
     let (vs, vt) = (data.src_vocab.len(), data.tgt_vocab.len());
+    let languages = fastsoftmax_translate::artifact::Languages {
+        src: opts.src_lang.clone(),
+        tgt: opts.tgt_lang.clone(),
+    };
+    let languages = Some(&languages);
     match &cfg.model {
         NmtModelConfig::Rnn(m) => {
             let export = |model: &Translator, d: &Prepared| {
@@ -558,6 +563,7 @@ pub fn train_nmt(
                     &d.tgt_vocab,
                     &d.tokenizer,
                     m,
+                    languages,
                     &opts.out,
                 )
             };
@@ -570,6 +576,7 @@ pub fn train_nmt(
                     (&d.src_vocab, &d.tokenizer),
                     &d.tgt_vocab,
                     m,
+                    languages,
                     &opts.out,
                 )
             };

@@ -48,7 +48,7 @@ fn engine_matches_burn_logits_and_greedy_output() {
         let (sv, tv) = (vocab(23, "s"), vocab(31, "t"));
         let model = cfg.init(sv.len(), tv.len(), &device);
         let dir = tempfile::tempdir().unwrap();
-        export_nmt::export(&model, &sv, &tv, &Tokenizer::Words, &cfg, dir.path()).unwrap();
+        export_nmt::export(&model, &sv, &tv, &Tokenizer::Words, &cfg, None, dir.path()).unwrap();
         let engine = Translator::load(dir.path()).unwrap();
 
         let src = [3u32, 9, 17, 4, 20, sv.eos()];
@@ -100,7 +100,7 @@ fn beam_search_keeps_line_order_empty_lines_and_n_best() {
     let (sv, tv) = (vocab(23, "s"), vocab(31, "t"));
     let model = cfg.init(sv.len(), tv.len(), &device);
     let dir = tempfile::tempdir().unwrap();
-    export_nmt::export(&model, &sv, &tv, &Tokenizer::Words, &cfg, dir.path()).unwrap();
+    export_nmt::export(&model, &sv, &tv, &Tokenizer::Words, &cfg, None, dir.path()).unwrap();
     let engine = Translator::load(dir.path()).unwrap();
     let lines = ["s1 s2 s3", "", "s4 unknown-word s5 s6 s7", "   ", "s8"];
     let opts = SearchOptions {

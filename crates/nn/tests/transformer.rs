@@ -46,8 +46,15 @@ fn engine_matches_burn_logits_and_greedy_output() {
         let (sv, tv) = (vocab(23, "s"), vocab(31, "t"));
         let model = cfg.init(sv.len(), tv.len(), &device);
         let dir = tempfile::tempdir().unwrap();
-        export_nmt::export_transformer(&model, (&sv, &Tokenizer::Words), &tv, &cfg, dir.path())
-            .unwrap();
+        export_nmt::export_transformer(
+            &model,
+            (&sv, &Tokenizer::Words),
+            &tv,
+            &cfg,
+            None,
+            dir.path(),
+        )
+        .unwrap();
         let engine = TransformerTranslator::load(dir.path()).unwrap();
 
         let src = [3u32, 9, 17, 4, 20, sv.eos()];
@@ -98,8 +105,15 @@ fn beam_keeps_line_order_empty_lines_and_n_best() {
     let (sv, tv) = (vocab(23, "s"), vocab(31, "t"));
     let model = cfg.init(sv.len(), tv.len(), &device);
     let dir = tempfile::tempdir().unwrap();
-    export_nmt::export_transformer(&model, (&sv, &Tokenizer::Words), &tv, &cfg, dir.path())
-        .unwrap();
+    export_nmt::export_transformer(
+        &model,
+        (&sv, &Tokenizer::Words),
+        &tv,
+        &cfg,
+        None,
+        dir.path(),
+    )
+    .unwrap();
     let engine = TransformerTranslator::load(dir.path()).unwrap();
     let lines = ["s1 s2 s3", "", "s4 unknown-word s5 s6 s7", "   ", "s8"];
     let opts = SearchOptions {
@@ -161,8 +175,15 @@ fn the_artifact_round_trips_and_refuses_damage() {
     let (sv, tv) = (vocab(13, "s"), vocab(17, "t"));
     let model = cfg.init(sv.len(), tv.len(), &device);
     let dir = tempfile::tempdir().unwrap();
-    export_nmt::export_transformer(&model, (&sv, &Tokenizer::Words), &tv, &cfg, dir.path())
-        .unwrap();
+    export_nmt::export_transformer(
+        &model,
+        (&sv, &Tokenizer::Words),
+        &tv,
+        &cfg,
+        None,
+        dir.path(),
+    )
+    .unwrap();
     let w = TransformerWeights::load(dir.path()).unwrap();
     assert_eq!(w.spec.d_model, 16);
     assert_eq!(w.tgt_vocab.len(), tv.len());

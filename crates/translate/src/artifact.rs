@@ -25,6 +25,21 @@ pub const FORMAT: &str = "fastsoftmax-nmt";
 /// read as subwords ([`crate::tokenizer`]), whose tokenizer is a file beside the weights.
 pub const FORMAT_VERSION: u32 = 3;
 
+/// The language pair a translator was trained for (the data files' suffixes, e.g. `ja` →
+/// `en`), recorded so that a model under another pair's name is caught; absent in artifacts
+/// from before it was recorded.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Languages {
+    pub src: String,
+    pub tgt: String,
+}
+
+impl std::fmt::Display for Languages {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} → {}", self.src, self.tgt)
+    }
+}
+
 /// How the matrices are stored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -65,6 +80,8 @@ struct Manifest {
     /// How the source is cut into tokens (absent before v3: words).
     #[serde(default)]
     src_tokens: TokenKind,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    languages: Option<Languages>,
     src_vocab: Vec<String>,
     tgt_vocab: Vec<String>,
     sha256: Digests,
@@ -85,6 +102,7 @@ pub struct NmtWeights {
     pub int16: BTreeMap<String, (Vec<i16>, f32)>,
     /// How the source is cut into tokens.
     pub src_tokenizer: Tokenizer,
+    pub languages: Option<Languages>,
 }
 
 impl NmtWeights {
@@ -316,6 +334,7 @@ impl NmtWeights {
             precision,
             spec: self.spec,
             src_tokens,
+            languages: self.languages.clone(),
             src_vocab: self.src_vocab.words().to_vec(),
             tgt_vocab: self.tgt_vocab.words().to_vec(),
             sha256,
@@ -567,6 +586,7 @@ impl NmtWeights {
             int8: int8_tensors,
             int16: int16_tensors,
             src_tokenizer,
+            languages: manifest.languages,
         };
         w.validate(&weights_path)?;
         Ok(w)

@@ -30,6 +30,10 @@ pub trait TranslateLines: Sync {
         lines: &[&str],
         opts: &SearchOptions,
     ) -> Result<Vec<Vec<Translation>>>;
+    /// How it cuts source text into tokens.
+    fn src_tokenizer(&self) -> &crate::tokenizer::Tokenizer;
+    /// The language pair it was trained for, when its artifact records one.
+    fn languages(&self) -> Option<&crate::artifact::Languages>;
 }
 
 impl TranslateLines for Translator {
@@ -40,6 +44,12 @@ impl TranslateLines for Translator {
     ) -> Result<Vec<Vec<Translation>>> {
         self.translate(lines, opts, &mut Profile::default())
     }
+    fn src_tokenizer(&self) -> &crate::tokenizer::Tokenizer {
+        Translator::src_tokenizer(self)
+    }
+    fn languages(&self) -> Option<&crate::artifact::Languages> {
+        Translator::languages(self)
+    }
 }
 
 impl TranslateLines for TransformerTranslator {
@@ -49,6 +59,12 @@ impl TranslateLines for TransformerTranslator {
         opts: &SearchOptions,
     ) -> Result<Vec<Vec<Translation>>> {
         self.translate(lines, opts)
+    }
+    fn src_tokenizer(&self) -> &crate::tokenizer::Tokenizer {
+        TransformerTranslator::src_tokenizer(self)
+    }
+    fn languages(&self) -> Option<&crate::artifact::Languages> {
+        TransformerTranslator::languages(self)
     }
 }
 

@@ -5,6 +5,7 @@
 //! `n` decoder rows (the live hypotheses of every sentence in a batch, one matrix product per
 //! layer for all of them), `E` embedding, `H` hidden, `A` attentional vector, `V` target words.
 
+use crate::artifact::Languages;
 use crate::tokenizer::Tokenizer;
 use std::path::Path;
 
@@ -120,6 +121,7 @@ impl Rnn {
 pub struct Translator {
     spec: NmtSpec,
     src_tokenizer: Tokenizer,
+    languages: Option<Languages>,
     src_vocab: Vocab,
     tgt_vocab: Vocab,
     /// [Vs, E]
@@ -383,6 +385,7 @@ impl Translator {
             tgt_embedding: w.get("tgt_embedding").to_vec(),
             spec: s,
             src_tokenizer: w.src_tokenizer,
+            languages: w.languages,
             src_vocab: w.src_vocab,
             tgt_vocab: w.tgt_vocab,
             vmap: None,
@@ -401,6 +404,11 @@ impl Translator {
     /// How source text is cut into the tokens of [`Self::src_vocab`].
     pub fn src_tokenizer(&self) -> &Tokenizer {
         &self.src_tokenizer
+    }
+
+    /// The language pair it was trained for, when its artifact records one.
+    pub fn languages(&self) -> Option<&Languages> {
+        self.languages.as_ref()
     }
 
     pub fn tgt_vocab(&self) -> &Vocab {

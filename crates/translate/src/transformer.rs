@@ -24,6 +24,7 @@ use fastsoftmax_infer::kernels::{dot, PackedMatrix};
 use fastsoftmax_infer::{log_sum_exp_top_k, Error, Result, TopK, Vocab};
 use serde::{Deserialize, Serialize};
 
+use crate::artifact::Languages;
 use crate::beam::{translation, Beams, SearchOptions, Source, Translation};
 use crate::tokenizer::{TokenKind, Tokenizer, SUBWORDS_FILE};
 
@@ -57,6 +58,8 @@ struct Manifest {
     #[serde(flatten)]
     spec: TransformerSpec,
     src_tokens: TokenKind,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    languages: Option<Languages>,
     src_vocab: Vec<String>,
     tgt_vocab: Vec<String>,
     sha256: Digests,
@@ -67,6 +70,7 @@ struct Manifest {
 pub struct TransformerWeights {
     pub spec: TransformerSpec,
     pub src_tokenizer: Tokenizer,
+    pub languages: Option<Languages>,
     pub src_vocab: Vocab,
     pub tgt_vocab: Vocab,
     /// name → values, shapes as in [`Self::expected_shapes`].
@@ -203,6 +207,7 @@ impl TransformerWeights {
             format_version: FORMAT_VERSION,
             spec: self.spec,
             src_tokens: self.src_tokenizer.kind(),
+            languages: self.languages.clone(),
             src_vocab: self.src_vocab.words().to_vec(),
             tgt_vocab: self.tgt_vocab.words().to_vec(),
             sha256,
@@ -307,6 +312,7 @@ impl TransformerWeights {
         let w = TransformerWeights {
             spec: m.spec,
             src_tokenizer,
+            languages: m.languages,
             src_vocab,
             tgt_vocab,
             tensors,
@@ -501,6 +507,7 @@ struct Memory {
 pub struct TransformerTranslator {
     spec: TransformerSpec,
     src_tokenizer: Tokenizer,
+    languages: Option<Languages>,
     src_vocab: Vocab,
     tgt_vocab: Vocab,
     src_embedding: Vec<f32>,
@@ -555,6 +562,7 @@ impl TransformerTranslator {
             src_embedding: w.tensors["src_embedding"].clone(),
             tgt_embedding: w.tensors["tgt_embedding"].clone(),
             src_tokenizer: w.src_tokenizer,
+            languages: w.languages,
             src_vocab: w.src_vocab,
             tgt_vocab: w.tgt_vocab,
         }
@@ -578,6 +586,11 @@ impl TransformerTranslator {
 
     pub fn src_tokenizer(&self) -> &Tokenizer {
         &self.src_tokenizer
+    }
+
+    /// The language pair it was trained for, when its artifact records one.
+    pub fn languages(&self) -> Option<&Languages> {
+        self.languages.as_ref()
     }
 
     /// `x [n, D]` += `ff(norm(x))`.
