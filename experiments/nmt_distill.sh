@@ -54,3 +54,66 @@ if [ "$STAGE" = train ]; then
     train "$student" "$data" "$src" "$tgt" "$RUNS/$p-distilled-tiny" --distilled "$RUNS/$p-distilled"
   done
 fi
+
+# evaluate PAIR NAME MODEL BEAMS BATCHES [translate ARGS…]: test BLEU and words/s (1 thread)
+# of MODEL at every beam × batch, one JSON row each in $ROWS.
+evaluate() {
+  local p=$1 name=$2 model=$3 beams=$4 batches=$5
+  shift 5
+  read -r data src tgt _ _ <<<"$(pair "$p")"
+  for beam in $beams; do
+    for batch in $batches; do
+      $B translate --model "$model" --input "$data/test.$src" --beam "$beam" --batch "$batch" \
+        --output "$RUNS/hyp.$tgt" --stats "$RUNS/stats.json" "$@" 2>/dev/null
+      local bleu size
+      bleu=$($B bleu --ref "$data/test.$tgt" --hyp "$RUNS/hyp.$tgt" --json)
+      size=$(du -sb --exclude=heads --exclude='*.bpk' "$model" | cut -f1)
+      python3 - "$RUNS/stats.json" "$bleu" "$p" "$name" "$size" <<'PY' >> "$ROWS"
+import json, sys
+stats = json.load(open(sys.argv[1]))
+row = dict(pair=sys.argv[3], model=sys.argv[4], bleu=json.loads(sys.argv[2])["score"],
+           words_per_s=stats["words_per_s"], seconds=stats["seconds"], beam=stats["beam"],
+           batch=stats["batch"], vmap=stats.get("vmap"), bytes=int(sys.argv[5]))
+print(json.dumps(row))
+PY
+    done
+  done
+}
+
+if [ "$STAGE" = eval ]; then
+  OUT=experiments/results/nmt-distill
+  mkdir -p "$OUT"
+  ROWS=$OUT/rows.jsonl
+  : > "$ROWS"
+  for p in $PAIRS; do
+    read -r data src tgt _ _ <<<"$(pair "$p")"
+    # Figure 1: every model at beam 5, batch 16; the students also int8 with the map.
+    evaluate "$p" teacher "$RUNS/$p-teacher" 5 16
+    for m in direct distilled-tiny; do
+      dir=$RUNS/$p-$m
+      [ -d "$dir-int8" ] || $B quantize --model "$dir" --to int8 --out "$dir-int8"
+      [ -f "$dir.vmap" ] || $B build-vmap --model "$dir" --data "$data" --src "$src" --tgt "$tgt" --out "$dir.vmap"
+      # Figure 3: beam 1–5 × batch 1/16/64, f32.
+      evaluate "$p" "$m" "$dir" "1 2 3 4 5" "1 16 64"
+      # Table 3: int16 ("quantize runtime"), the map, int8 + the map.
+      [ -d "$dir-int16" ] || $B quantize --model "$dir" --to int16 --out "$dir-int16"
+      evaluate "$p" "$m int16" "$dir-int16" 5 16
+      evaluate "$p" "$m vmap" "$dir" 5 16 --vmap "$dir.vmap"
+      evaluate "$p" "$m int8+vmap" "$dir-int8" "2 5" 16 --vmap "$dir.vmap"
+    done
+  done
+  rm -f "$RUNS/stats.json" "$RUNS/hyp.en" "$RUNS/hyp.de"
+  # Figure 1: BLEU against words/s at beam 5, batch 16; one curve per network through its
+  # servings (f32, int16, the map, int8 + the map).
+  for p in $PAIRS; do
+    python3 - "$ROWS" "$p" > "$OUT/figure1-$p.jsonl" <<'PY'
+import json, sys
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    if r["pair"] == sys.argv[2] and r["beam"] == 5 and r["batch"] == 16:
+        r["network"] = r["model"].split()[0]
+        print(json.dumps(r))
+PY
+    $B plot --input "$OUT/figure1-$p.jsonl" --series network --x words_per_s --y bleu       --out "$OUT/figure1-$p" --title "$p: BLEU against words/s (beam 5, batch 16, 1 thread)"
+  done
+fi

@@ -26,6 +26,11 @@ pub struct PlotArgs {
     /// Figure title.
     #[arg(long, default_value = "")]
     title: String,
+    /// Field naming each row's curve. `head` (bench rows) drops a trailing knob setting
+    /// (`-b50`), so one head's settings form one curve; any other field is taken as it is
+    /// (e.g. `model` for `experiments/nmt_distill.sh`'s rows: BLEU against words/s).
+    #[arg(long, default_value = "head")]
+    series: String,
 }
 
 /// One curve: points sorted by x.
@@ -89,11 +94,16 @@ pub fn run(a: PlotArgs) -> anyhow::Result<()> {
     for y in &a.y {
         let mut points = Vec::new();
         for r in &rows {
-            let head = r["head"].as_str().unwrap_or("?");
+            let name = r[&a.series].as_str().unwrap_or("?");
             let (Some(xv), Some(yv)) = (r[&a.x].as_f64(), r[y].as_f64()) else {
-                anyhow::bail!("row of {head} lacks numeric fields {:?} and {y:?}", a.x);
+                anyhow::bail!("row of {name} lacks numeric fields {:?} and {y:?}", a.x);
             };
-            points.push((series_of(head).to_string(), xv, yv));
+            let curve = if a.series == "head" {
+                series_of(name)
+            } else {
+                name
+            };
+            points.push((curve.to_string(), xv, yv));
         }
         let series = Series::group(points);
         let mut stem = a.out.clone().into_os_string();
@@ -104,7 +114,13 @@ pub fn run(a: PlotArgs) -> anyhow::Result<()> {
             other => other.to_string(),
         };
         let xlabel = format!("{} (log scale)", a.x.replace('_', " "));
-        line_plot(Path::new(&stem), &a.title, &xlabel, &label, &series)?;
+        // A speedup's ticks read `10×`; any other quantity's plain numbers.
+        let style = if a.x.starts_with("speedup") {
+            &Style::SPEEDUP
+        } else {
+            &Style::PLAIN
+        };
+        line_plot_with(Path::new(&stem), &a.title, &xlabel, &label, &series, style)?;
         eprintln!("wrote {}.png and .svg", Path::new(&stem).display());
     }
     Ok(())
@@ -135,6 +151,11 @@ pub struct Style {
 impl Style {
     pub const SPEEDUP: Style = Style {
         x_suffix: "×",
+        markers: true,
+        legend: SeriesLabelPosition::LowerLeft,
+    };
+    pub const PLAIN: Style = Style {
+        x_suffix: "",
         markers: true,
         legend: SeriesLabelPosition::LowerLeft,
     };
