@@ -19,13 +19,28 @@ B=./target/release/fastsoftmax
 cargo build --release
 mkdir -p "$RUNS"
 
-# train CONFIG DATA SRC TGT OUT [ARGS…]: train-nmt, resumed when OUT holds a started run.
+# train CONFIG DATA SRC TGT OUT [ARGS…]: train-nmt, resumed when OUT holds a started run
+# (one a session's end or a --budget-minutes cut short), skipped once every epoch is done.
+# BUDGET=MINUTES passes --budget-minutes to the teachers (a session's time: the epoch in
+# progress then ends early, is validated and checkpointed, and the next run resumes after it);
+# students always train whole epochs, so that direct and distilled get the same budget.
+# finished OUT: every epoch of the run in OUT is done (a run without a state, such as a
+# shipped model, is finished when it has its metrics).
+finished() {
+  if [ -f "$1/train_state.json" ]; then
+    python3 -c "import json,sys; s=json.load(open('$1/train_state.json')); sys.exit(s['epochs_done'] < s['config']['train']['epochs'])"
+  else
+    [ -f "$1/metrics.json" ]
+  fi
+}
+
 train() {
   local config=$1 data=$2 src=$3 tgt=$4 out=$5
   shift 5
-  if [ -f "$out/metrics.json" ]; then return; fi
   local resume=()
+  if finished "$out"; then return; fi
   if [ -f "$out/train_state.json" ]; then resume=(--resume); fi
+  if [ -n "${TEACHER_BUDGET:-}" ]; then resume+=(--budget-minutes "$TEACHER_BUDGET"); fi
   $B train-nmt --config "$config" --data "$data" --src "$src" --tgt "$tgt" --out "$out" \
     --quiet "${resume[@]}" "$@" 2>&1 | tee -a "$out.log"
 }
@@ -42,7 +57,11 @@ if [ "$STAGE" = train ]; then
   $B data fetch bible
   for p in $PAIRS; do
     read -r data src tgt teacher student <<<"$(pair "$p")"
-    train "$teacher" "$data" "$src" "$tgt" "$RUNS/$p-teacher"
+    TEACHER_BUDGET=${BUDGET:-} train "$teacher" "$data" "$src" "$tgt" "$RUNS/$p-teacher"
+    if ! finished "$RUNS/$p-teacher"; then
+      echo "the $p teacher has epochs to go: run this script again to resume it" >&2
+      continue
+    fi
     $B distill --teacher "$RUNS/$p-teacher" --data "$data" --src "$src" --tgt "$tgt" \
       --out "$RUNS/$p-distilled" --beam 5 --quiet
     # The Bible's direct student is the shipped translator, trained by the same config (its

@@ -924,7 +924,7 @@ fn resume<M: NmtNetwork>(
             path.display()
         ))
     })?;
-    let state: NmtState = serde_json::from_str(&text)
+    let mut state: NmtState = serde_json::from_str(&text)
         .map_err(|e| Error::Invalid(format!("{}: corrupt training state ({e})", path.display())))?;
     if state.config.model != cfg.model
         || state.src_vocab != fresh.src_vocab
@@ -939,6 +939,8 @@ fn resume<M: NmtNetwork>(
         eprintln!(
             "note: training settings differ from the checkpoint's; continuing with the new ones"
         );
+        // The state records what the run now follows (e.g. more or fewer epochs).
+        state.config.train = cfg.train.clone();
     }
     let model = load_module(model, &dir.join(CHECKPOINT))?;
     Ok((state, model))
