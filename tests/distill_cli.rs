@@ -110,6 +110,45 @@ fn teacher_translate_distill_and_student() {
     ]);
     assert!(!ok && err.contains("Transformer"), "{err}");
 
+    // quickstart's ja → en demo on this corpus; a model of another pair under its name is
+    // refused by name.
+    std::fs::copy(d.join("valid.ja"), d.join("test.ja")).unwrap();
+    std::fs::copy(d.join("valid.en"), d.join("test.en")).unwrap();
+    std::fs::write(d.join("stats.json"), "{}").unwrap();
+    let (ok, out, err) = cli(&[
+        "quickstart",
+        "--translate",
+        "ja-en",
+        "--translator",
+        &teacher_dir,
+        "--corpus",
+        &s(""),
+    ]);
+    assert!(ok, "quickstart: {err}");
+    assert!(
+        out.contains("JA  猫が寝る。") && out.contains("BLEU") && out.contains("words/s"),
+        "{out}"
+    );
+    let bible = d.join("bible");
+    std::fs::create_dir_all(&bible).unwrap();
+    for f in [
+        "train.en", "train.de", "valid.en", "valid.de", "test.en", "test.de",
+    ] {
+        std::fs::write(bible.join(f), "the cat sleeps.\n").unwrap();
+    }
+    let (ok, _, err) = cli(&[
+        "quickstart",
+        "--translate",
+        "--translator",
+        &teacher_dir,
+        "--corpus",
+        bible.to_str().unwrap(),
+    ]);
+    assert!(
+        !ok && err.contains("translates ja → en, not en → de"),
+        "{err}"
+    );
+
     // The teacher's pieces for a peer, and a vocabulary map keyed by them.
     let mut child = Command::new(env!("CARGO_BIN_EXE_fastsoftmax"))
         .args(["text", "tokenize", "--model", &s("teacher")])
