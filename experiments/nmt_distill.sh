@@ -71,6 +71,14 @@ if [ "$STAGE" = train ]; then
     fi
     train "$student" "$data" "$src" "$tgt" "$RUNS/$p-direct"
     train "$student" "$data" "$src" "$tgt" "$RUNS/$p-distilled-tiny" --distilled "$RUNS/$p-distilled"
+    # Figure 1's other shapes, distilled: the tiny shape with LSTM cells, and a micro GRU
+    # (128-wide embeddings, 256-wide states).
+    if [ "$p" = tanaka ]; then
+      for shape in tiny-lstm micro; do
+        train "experiments/configs/tanaka-$shape.json" "$data" "$src" "$tgt" \
+          "$RUNS/$p-distilled-$shape" --distilled "$RUNS/$p-distilled"
+      done
+    fi
   done
 fi
 
@@ -119,6 +127,14 @@ if [ "$STAGE" = eval ]; then
       evaluate "$p" "$m int16" "$dir-int16" 5 16
       evaluate "$p" "$m vmap" "$dir" 5 16 --vmap "$dir.vmap"
       evaluate "$p" "$m int8+vmap" "$dir-int8" "2 5" 16 --vmap "$dir.vmap"
+    done
+    for m in distilled-tiny-lstm distilled-micro; do
+      dir=$RUNS/$p-$m
+      [ -d "$dir" ] || continue
+      [ -d "$dir-int8" ] || $B quantize --model "$dir" --to int8 --out "$dir-int8"
+      [ -f "$dir.vmap" ] || $B build-vmap --model "$dir" --data "$data" --src "$src" --tgt "$tgt" --out "$dir.vmap"
+      evaluate "$p" "$m" "$dir" 5 16
+      evaluate "$p" "$m int8+vmap" "$dir-int8" 5 16 --vmap "$dir.vmap"
     done
   done
   rm -f "$RUNS/stats.json" "$RUNS/hyp.en" "$RUNS/hyp.de"
