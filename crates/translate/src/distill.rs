@@ -165,7 +165,7 @@ pub fn distill(
             }
         }
         return Err(Error::Invalid(format!(
-            "{} describes a distillation of another source than {}; choose another --out or delete the folder",
+            "{} is not a finished distillation of {} (another source, or a damaged file); choose another --out or delete the folder",
             stats_path.display(),
             source_file.display()
         )));
