@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use anyhow::Context;
 use clap::Args;
-use fastsoftmax_translate::transformer::{self, TransformerTranslator};
+use fastsoftmax_translate::transformer::TransformerTranslator;
 use fastsoftmax_translate::{
     Profile, Screen, SearchOptions, Source, Translation, Translator, VmapScope, VocabMap,
 };
@@ -20,14 +20,11 @@ enum Engine {
 
 impl Engine {
     fn load(dir: &std::path::Path) -> anyhow::Result<Engine> {
-        let manifest = std::fs::read_to_string(dir.join("manifest.json")).unwrap_or_default();
-        Ok(
-            if manifest.contains(&format!("\"{}\"", transformer::FORMAT)) {
-                Engine::Transformer(Box::new(TransformerTranslator::load(dir)?))
-            } else {
-                Engine::Rnn(Box::new(Translator::load(dir)?))
-            },
-        )
+        Ok(if fastsoftmax_translate::distill::is_transformer(dir) {
+            Engine::Transformer(Box::new(TransformerTranslator::load(dir)?))
+        } else {
+            Engine::Rnn(Box::new(Translator::load(dir)?))
+        })
     }
 
     fn source(&self, line: &str, max_tokens: usize) -> Source {

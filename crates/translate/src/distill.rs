@@ -68,16 +68,18 @@ impl TranslateLines for TransformerTranslator {
     }
 }
 
+/// True when `dir` holds a Transformer translator (by its manifest's `format`); a missing or
+/// unreadable manifest reads as the recurrent kind, whose loader then names the problem.
+pub fn is_transformer(dir: &Path) -> bool {
+    std::fs::read(dir.join(crate::artifact::MANIFEST_FILE))
+        .ok()
+        .and_then(|bytes| serde_json::from_slice::<serde_json::Value>(&bytes).ok())
+        .is_some_and(|m| m["format"] == crate::transformer::FORMAT)
+}
+
 /// A translator directory of either kind, loaded by its manifest's format.
 pub fn load_any(dir: &Path) -> Result<Box<dyn TranslateLines>> {
-    let manifest = dir.join(crate::artifact::MANIFEST_FILE);
-    let text = std::fs::read_to_string(&manifest).map_err(|e| {
-        Error::Invalid(format!(
-            "{}: {e}; a translator directory holds manifest.json and model.safetensors, written by `fastsoftmax train-nmt`",
-            manifest.display()
-        ))
-    })?;
-    if text.contains(&format!("\"{}\"", crate::transformer::FORMAT)) {
+    if is_transformer(dir) {
         Ok(Box::new(TransformerTranslator::load(dir)?))
     } else {
         Ok(Box::new(Translator::load(dir)?))
