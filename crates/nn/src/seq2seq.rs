@@ -334,10 +334,7 @@ impl Translator {
         self.smoothed_loss(batch, ops, negatives, 0.0).0
     }
 
-    /// [`Self::loss`] with label smoothing `ε`: `(objective, nll)`, where the objective is the
-    /// cross-entropy against `(1 − ε)·onehot + ε·uniform`. Because `−log p_v = lse − z_v`, that
-    /// is `nll + ε·mean_rows(z_target − mean_v z_v)`: the smoothing needs the target's logit and
-    /// the mean logit only (`[n, A]` work), never a second pass over the vocabulary.
+    /// [`Self::loss`] with label smoothing `ε`: `(objective, nll)` (see [`smoothed_nll`]).
     pub fn smoothed_loss(
         &self,
         batch: &NmtBatch,
