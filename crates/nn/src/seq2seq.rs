@@ -396,7 +396,7 @@ impl Translator {
 pub struct NmtBatch {
     /// `[B, S]` row-major (each source ends with `<eos>`).
     pub src: Vec<u32>,
-    /// `[B, T]`: `<eos>` then the target (the decoder's inputs).
+    /// `[B, T]`: the target's `<eos>` then the target (the decoder's inputs).
     pub tgt_in: Vec<u32>,
     /// The target ids at the real positions, in `rows` order.
     pub targets: Vec<u32>,
@@ -409,8 +409,10 @@ pub struct NmtBatch {
 
 impl NmtBatch {
     /// Builds a batch from `(source ids, target ids)` pairs whose sources have one length (each
-    /// source and target already ending with `<eos>`); `pad` fills the short targets' inputs.
-    pub fn new(pairs: &[(&[u32], &[u32])], pad: u32) -> NmtBatch {
+    /// source and target already ending with `<eos>`). `tgt_eos`, the target vocabulary's
+    /// `<eos>`, is the decoder's first input (as in decoding) and fills the short targets'
+    /// inputs. (The source's `<eos>` is another id whenever the vocabularies differ in size.)
+    pub fn new(pairs: &[(&[u32], &[u32])], tgt_eos: u32) -> NmtBatch {
         let batch = pairs.len();
         let src_len = pairs[0].0.len();
         let tgt_len = pairs.iter().map(|p| p.1.len()).max().unwrap_or(0);
@@ -423,14 +425,13 @@ impl NmtBatch {
             src_len,
             tgt_len,
         };
-        let eos = pairs[0].0[src_len - 1];
         for (i, (src, tgt)) in pairs.iter().enumerate() {
             assert_eq!(src.len(), src_len, "a batch holds one source length");
             b.src.extend_from_slice(src);
             for t in 0..tgt_len {
                 let input = match t {
-                    0 => eos,
-                    _ => tgt.get(t - 1).copied().unwrap_or(pad),
+                    0 => tgt_eos,
+                    _ => tgt.get(t - 1).copied().unwrap_or(tgt_eos),
                 };
                 b.tgt_in.push(input);
                 if let Some(&y) = tgt.get(t) {

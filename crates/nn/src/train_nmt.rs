@@ -412,12 +412,13 @@ pub fn batches(pairs: &[(Vec<u32>, Vec<u32>)], batch_size: usize, seed: u64) -> 
     out
 }
 
-fn make_batch(pairs: &[(Vec<u32>, Vec<u32>)], ids: &[usize], pad: u32) -> NmtBatch {
+/// The batch of pairs `ids`; `tgt_eos` starts every target (see [`NmtBatch::new`]).
+fn make_batch(pairs: &[(Vec<u32>, Vec<u32>)], ids: &[usize], tgt_eos: u32) -> NmtBatch {
     let refs: Vec<(&[u32], &[u32])> = ids
         .iter()
         .map(|&i| (pairs[i].0.as_slice(), pairs[i].1.as_slice()))
         .collect();
-    NmtBatch::new(&refs, pad)
+    NmtBatch::new(&refs, tgt_eos)
 }
 
 /// What the training loop needs of a translator network: the recurrent [`Translator`] or the

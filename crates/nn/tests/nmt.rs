@@ -216,3 +216,21 @@ fn fused_and_composed_losses_agree_and_batches_hold_one_source_length() {
     let got = objective.into_scalar::<f32>() as f64;
     assert!((got - want).abs() < 1e-4, "smoothed {got} vs {want}");
 }
+
+#[test]
+fn batches_start_targets_with_the_target_eos_as_decoding_does() {
+    // Vocabularies of different sizes put `<eos>` at different ids: the decoder's first input
+    // in training must be the one decoding starts from (the target's).
+    let (sv, tv) = (vocab(23, "s"), vocab(31, "t"));
+    assert_ne!(sv.eos(), tv.eos());
+    let pairs = [
+        (vec![3u32, 4, sv.eos()], vec![5u32, tv.eos()]),
+        (vec![6, 7, sv.eos()], vec![8, 9, 10, tv.eos()]),
+    ];
+    let refs: Vec<(&[u32], &[u32])> = pairs.iter().map(|(s, t)| (&s[..], &t[..])).collect();
+    let batch = NmtBatch::new(&refs, tv.eos());
+    assert_eq!(batch.tgt_len, 4);
+    assert_eq!(batch.tgt_in[..4], [tv.eos(), 5, tv.eos(), tv.eos()]);
+    assert_eq!(batch.tgt_in[4..], [tv.eos(), 8, 9, 10]);
+    assert_eq!(batch.targets, [5, tv.eos(), 8, 9, 10, tv.eos()]);
+}
