@@ -419,17 +419,7 @@ impl NmtWeights {
                 "a v1 manifest holds f32 weights only; this one names another precision — re-quantize the model",
             ));
         }
-        let vocab = |words: &Vec<String>, field: &str| {
-            let v = Vocab::from_words(words.clone())
-                .map_err(|e| Error::format(&manifest_path, format!("field `{field}`: {e}")))?;
-            if v.len() != words.len() {
-                return Err(Error::format(
-                    &manifest_path,
-                    format!("field `{field}` lacks <unk> or <eos>; re-export the model"),
-                ));
-            }
-            Ok(v)
-        };
+        let vocab = |words: &[String], field| vocab_field(words, field, &manifest_path);
         let src_vocab = vocab(&manifest.src_vocab, "src_vocab")?;
         let tgt_vocab = vocab(&manifest.tgt_vocab, "tgt_vocab")?;
         let bytes = std::fs::read(&weights_path).map_err(|e| Error::io(&weights_path, e))?;
@@ -630,4 +620,18 @@ pub(crate) fn check_tensors(
         }
     }
     Ok(())
+}
+
+/// The vocabulary of a manifest's `field` (`words` in id order), which must hold `<unk>` and
+/// `<eos>` already: a list the loader had to complete belongs to another model.
+pub(crate) fn vocab_field(words: &[String], field: &str, manifest: &Path) -> Result<Vocab> {
+    let v = Vocab::from_words(words.to_vec())
+        .map_err(|e| Error::format(manifest, format!("field `{field}`: {e}")))?;
+    if v.len() != words.len() {
+        return Err(Error::format(
+            manifest,
+            format!("field `{field}` lacks <unk> or <eos>; re-export the model"),
+        ));
+    }
+    Ok(v)
 }

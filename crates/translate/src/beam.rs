@@ -110,6 +110,28 @@ pub struct Source {
 }
 
 /// A hypothesis: its words, the source position each one's step attended to most, log p.
+impl Source {
+    /// `line` cut into `tokenizer`'s tokens (at most `max_tokens`), their ids in `vocab`
+    /// (`<unk>` for unknown ones) and `<eos>`.
+    pub fn new(
+        line: &str,
+        tokenizer: &crate::tokenizer::Tokenizer,
+        vocab: &fastsoftmax_infer::Vocab,
+        max_tokens: usize,
+    ) -> Source {
+        let mut tokens = tokenizer.tokenize(line);
+        let truncated = tokens.len().saturating_sub(max_tokens);
+        tokens.truncate(max_tokens);
+        let mut ids: Vec<u32> = tokens.iter().map(|t| vocab.id_or_unk(t)).collect();
+        ids.push(vocab.eos());
+        Source {
+            tokens,
+            ids,
+            truncated,
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 pub(crate) struct Hyp {
     ids: Vec<u32>,
@@ -262,17 +284,12 @@ impl Translator {
     /// Tokenizes a source line, maps unknown words to `<unk>`, cuts it to
     /// `max_source_tokens` and appends `<eos>`.
     pub fn source(&self, line: &str, max_source_tokens: usize) -> Source {
-        let mut tokens = self.src_tokenizer().tokenize(line);
-        let truncated = tokens.len().saturating_sub(max_source_tokens);
-        tokens.truncate(max_source_tokens);
-        let vocab = self.src_vocab();
-        let mut ids: Vec<u32> = tokens.iter().map(|t| vocab.id_or_unk(t)).collect();
-        ids.push(vocab.eos());
-        Source {
-            tokens,
-            ids,
-            truncated,
-        }
+        Source::new(
+            line,
+            self.src_tokenizer(),
+            self.src_vocab(),
+            max_source_tokens,
+        )
     }
 
     /// Translates a batch of prepared sources; per source its `n_best` translations, best

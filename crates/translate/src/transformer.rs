@@ -240,17 +240,8 @@ impl TransformerWeights {
                 ),
             ));
         }
-        let vocab = |words: &[String], field: &str| {
-            let v = Vocab::from_words(words.to_vec())
-                .map_err(|e| Error::format(&manifest_path, format!("field `{field}`: {e}")))?;
-            if v.len() != words.len() {
-                return Err(Error::format(
-                    &manifest_path,
-                    format!("field `{field}` lacks <unk> or <eos>; re-export the model"),
-                ));
-            }
-            Ok(v)
-        };
+        let vocab =
+            |words: &[String], field| crate::artifact::vocab_field(words, field, &manifest_path);
         let src_vocab = vocab(&m.src_vocab, "src_vocab")?;
         let tgt_vocab = vocab(&m.tgt_vocab, "tgt_vocab")?;
         let read_verified = |name: &str| -> Result<Vec<u8>> {
@@ -762,16 +753,12 @@ impl TransformerTranslator {
     /// Tokenizes a source line, maps unknown tokens to `<unk>`, cuts it to
     /// `max_source_tokens` and appends `<eos>`.
     pub fn source(&self, line: &str, max_source_tokens: usize) -> Source {
-        let mut tokens = self.src_tokenizer.tokenize(line);
-        let truncated = tokens.len().saturating_sub(max_source_tokens);
-        tokens.truncate(max_source_tokens);
-        let mut ids: Vec<u32> = tokens.iter().map(|t| self.src_vocab.id_or_unk(t)).collect();
-        ids.push(self.src_vocab.eos());
-        Source {
-            tokens,
-            ids,
-            truncated,
-        }
+        Source::new(
+            line,
+            &self.src_tokenizer,
+            &self.src_vocab,
+            max_source_tokens,
+        )
     }
 
     /// Translates lines (one sentence each) as one batch; per line its `n_best` translations.
