@@ -20,10 +20,10 @@ cargo build --release
 mkdir -p "$RUNS"
 
 # train CONFIG DATA SRC TGT OUT [ARGS…]: train-nmt, resumed when OUT holds a started run
-# (one a session's end or a --budget-minutes cut short), skipped once every epoch is done.
-# BUDGET=MINUTES passes --budget-minutes to the teachers (a session's time: the epoch in
-# progress then ends early, is validated and checkpointed, and the next run resumes after it);
-# students always train whole epochs, so that direct and distilled get the same budget.
+# (one a session's end or a --budget-minutes stopped), skipped once every epoch is done.
+# BUDGET=MINUTES passes --budget-minutes to the teachers (a session's time: no epoch starts
+# that the last one's time says would not fit, and the next run resumes after it); every
+# run trains whole epochs, so that direct and distilled students get the same budget.
 # finished OUT: every epoch of the run in OUT is done (a run without a state is finished when
 # it has its metrics).
 finished() {

@@ -86,8 +86,15 @@ fn teacher_translate_distill_and_student() {
         "the language pair is recorded: {manifest}"
     );
 
-    // The teacher reads raw Japanese; half-width katakana and emoji are read, not refused.
-    std::fs::write(d.join("in.ja"), "猫が寝る。\n\nｶﾀｶﾅ😀\n").unwrap();
+    // The teacher reads raw Japanese: half-width katakana, emoji, Latin words and numbers are
+    // read, not refused; an empty line gives an empty line; a 2,000-character line is cut to
+    // --max-source-tokens with a warning that names it; line i of the output is line i's.
+    let long = "猫が寝る。".repeat(400);
+    std::fs::write(
+        d.join("in.ja"),
+        format!("猫が寝る。\n\nｶﾀｶﾅ😀\nTomは2026年に3匹の猫を見た。\n{long}\n"),
+    )
+    .unwrap();
     let (ok, out, err) = cli(&[
         "translate",
         "--model",
@@ -96,9 +103,26 @@ fn teacher_translate_distill_and_student() {
         &s("in.ja"),
     ]);
     assert!(ok, "translate: {err}");
-    assert_eq!(out.lines().count(), 3, "{out}");
+    assert_eq!(out.lines().count(), 5, "{out}");
     assert!(out.lines().nth(1).unwrap().is_empty());
     assert!(err.contains("Transformer"), "{err}");
+    assert!(
+        err.contains("warning: line 5 has") && err.contains("translating its first 250"),
+        "{err}"
+    );
+    // Line by line, each output line is the one the line alone gives.
+    for (i, line) in [(0, "猫が寝る。"), (3, "Tomは2026年に3匹の猫を見た。")] {
+        std::fs::write(d.join("one.ja"), format!("{line}\n")).unwrap();
+        let (ok, one, err) = cli(&[
+            "translate",
+            "--model",
+            &s("teacher"),
+            "--input",
+            &s("one.ja"),
+        ]);
+        assert!(ok, "{err}");
+        assert_eq!(one.trim_end(), out.lines().nth(i).unwrap(), "{line}");
+    }
     let (ok, _, err) = cli(&[
         "translate",
         "--model",

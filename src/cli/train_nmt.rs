@@ -37,8 +37,8 @@ pub struct TrainNmtArgs {
     /// Validate on the first N validation sentences only (smoke tests).
     #[arg(long)]
     max_valid: Option<usize>,
-    /// Stop training after this many minutes of it (validation not counted); the epoch in
-    /// progress ends early and is validated, checkpointed and exported like any other.
+    /// Train for at most about this many minutes (validation not counted), in whole epochs:
+    /// the next epoch starts only while the last one's time still fits. Resume with --resume.
     #[arg(long, value_name = "MINUTES")]
     budget_minutes: Option<f64>,
     /// No progress bar.

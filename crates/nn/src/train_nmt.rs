@@ -238,7 +238,8 @@ pub struct NmtOptions {
     pub max_batches: Option<usize>,
     /// Validate on the first this many valid sentences only (quick runs and tests).
     pub max_valid: Option<usize>,
-    /// Stop training once this much training time has been spent (this invocation).
+    /// Training time this invocation may spend, in whole epochs: the next epoch starts only
+    /// while the last epoch's time still fits in what is left.
     pub budget: Option<std::time::Duration>,
     pub progress: bool,
     /// Recorded in `command.txt`.
@@ -679,12 +680,19 @@ fn train_network<M: NmtNetwork>(
     let pad = tgt_vocab.eos();
     let mut trained = std::time::Duration::ZERO;
     for epoch in state.epochs_done + 1..=t.epochs {
-        if opts.budget.is_some_and(|b| trained >= b) {
-            eprintln!(
-                "time budget spent after {:.0} s of training",
-                trained.as_secs_f64()
-            );
-            break;
+        // A budget never cuts an epoch short (a cut epoch would count as done with part of
+        // the data unseen): the next epoch starts only when the last one's time still fits.
+        if let Some(budget) = opts.budget {
+            let left = budget.saturating_sub(trained);
+            let last = state.history.last().map_or(0.0, |e| e.seconds);
+            if left.is_zero() || last > left.as_secs_f64() {
+                eprintln!(
+                    "time budget: {:.0} s left after {:.0} s of training, less than an epoch ({last:.0} s); run again with --resume to go on",
+                    left.as_secs_f64(),
+                    trained.as_secs_f64()
+                );
+                break;
+            }
         }
         device.seed(t.seed.wrapping_add(epoch as u64));
         let started = Instant::now();
@@ -703,12 +711,6 @@ fn train_network<M: NmtNetwork>(
         let mut losses = PendingLosses::new(device);
         let mut phases = Phases::default();
         for (i, ids) in order.iter().take(n_batches).enumerate() {
-            if opts
-                .budget
-                .is_some_and(|b| trained + started.elapsed() >= b)
-            {
-                break;
-            }
             let batch = make_batch(&train.pairs, ids, pad);
             let negatives = sampler
                 .as_ref()
@@ -806,7 +808,7 @@ fn train_network<M: NmtNetwork>(
     }
     if state.history.is_empty() {
         return Err(Error::Invalid(
-            "the time budget (--budget-minutes) ran out before the first batch was trained; give it more time".into(),
+            "the time budget (--budget-minutes) is shorter than one epoch of this run; give it more time".into(),
         ));
     }
     let best_epoch = state

@@ -1,6 +1,7 @@
 //! `train-nmt`'s resume on a Transformer with subword sources: one epoch, then a resumed
 //! second, gives exactly the run of two epochs straight (the weights, Adam's moments and the
-//! schedule's clock are all checkpointed). Alone in its test binary: the device's random
+//! schedule's clock are all checkpointed), and `--budget-minutes` stops between whole epochs
+//! only. Alone in its test binary: the device's random
 //! stream (init, dropout) is shared by the tests of a binary running in parallel.
 
 use burn::tensor::Device;
@@ -83,6 +84,21 @@ fn a_resumed_run_continues_the_same_descent_and_exports_the_engine() {
         ppl(&resumed),
         "resuming changed the descent"
     );
+    // A budget never cuts an epoch: a fresh run trains its first epoch whole, and no epoch
+    // starts whose predecessor's time does not fit in what is left.
+    let mut opts = options(d, &d.join("c"), false);
+    opts.budget = Some(std::time::Duration::from_nanos(1));
+    let cut = train_nmt(&write_run(d, 3), &opts, &device).unwrap();
+    assert_eq!(
+        cut.epochs.len(),
+        1,
+        "one whole epoch, then the budget stops"
+    );
+    assert_eq!(cut.epochs[0].train_ppl, straight.epochs[0].train_ppl);
+    opts.resume = true;
+    let again = train_nmt(&write_run(d, 3), &opts, &device).unwrap();
+    assert_eq!(again.epochs.len(), 1, "no epoch fits a spent budget");
+
     // The run's folder is the Transformer engine's artifact, reading raw Japanese.
     let engine = TransformerTranslator::load(&d.join("b")).unwrap();
     assert!(matches!(
