@@ -1,10 +1,13 @@
 """Decodes with a Marian model trained by nmt_marian.sh: 1 CPU thread, beam 1 or 5, batches of
 16 sentences (Marian sorts 100 batches by source length, its fastest form), the same length normalisation as ours (`--normalize 1`); times the translation only
 (the model is loaded and warmed up first). Input is raw text: it is tokenized and the output
-detokenized with `fastsoftmax text`, like ours.
+detokenized with `fastsoftmax text`, like ours; a source in subwords (Japanese) is cut by the
+translator whose pieces Marian was trained on (`--src-tokenizer DIR`, `text tokenize --model`).
 
     python experiments/peers/nmt_marian_decode.py --dir runs/marian --input data/bible/test.en \
         --beam 5 --output hyp.de --stats stats.json
+    python experiments/peers/nmt_marian_decode.py --dir runs/marian-tanaka --src ja --tgt en \
+        --src-tokenizer runs/nmt35/tanaka-teacher --input data/tanaka/test.ja --output hyp.en
 """
 import argparse
 import json
@@ -15,8 +18,9 @@ import time
 from pymarian import Translator
 
 
-def run_text(binary, mode, lines):
-    p = subprocess.run([binary, "text", mode], input="\n".join(lines) + "\n", capture_output=True, text=True, check=True)
+def run_text(binary, mode, lines, model=None):
+    args = [binary, "text", mode] + (["--model", model] if model else [])
+    p = subprocess.run(args, input="\n".join(lines) + "\n", capture_output=True, text=True, check=True)
     return p.stdout.split("\n")[: len(lines)]
 
 
@@ -25,6 +29,9 @@ def main():
     ap.add_argument("--dir", required=True)
     ap.add_argument("--model", default="model.npz")
     ap.add_argument("--input", required=True)
+    ap.add_argument("--src", default="en", help="source language: the name of vocab.SRC.yml")
+    ap.add_argument("--tgt", default="de", help="target language: the name of vocab.TGT.yml")
+    ap.add_argument("--src-tokenizer", help="a translator folder whose source tokenizer cuts the input")
     ap.add_argument("--beam", type=int, default=5)
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--output", required=True)
@@ -33,9 +40,9 @@ def main():
     ap.add_argument("--binary", default="target/release/fastsoftmax")
     a = ap.parse_args()
     lines = open(a.input, encoding="utf-8").read().splitlines()
-    tokenized = run_text(a.binary, "tokenize", lines)
+    tokenized = run_text(a.binary, "tokenize", lines, a.src_tokenizer)
     cli = (
-        f"--models {a.dir}/{a.model} --vocabs {a.dir}/vocab.en.yml {a.dir}/vocab.de.yml "
+        f"--models {a.dir}/{a.model} --vocabs {a.dir}/vocab.{a.src}.yml {a.dir}/vocab.{a.tgt}.yml "
         f"--beam-size {a.beam} --normalize 1 --mini-batch {a.batch} --maxi-batch 100 --maxi-batch-sort src --cpu-threads 1 "
         f"--max-length-factor 2 --quiet --quiet-translation {a.extra}"
     )

@@ -9,14 +9,71 @@
 # 2,000 updates each: to convergence, not a fixed budget. SIGTERM (a session's end) makes
 # Marian save; running the script again continues from the saved model and optimizer.
 #
-#   PYMARIAN=/path/to/pymarian bash experiments/peers/nmt_marian_tanaka.sh [TOKENIZER_MODEL] [OUT]
+# `decode` then times Marian's fastest forms against our student in one run, 1 thread, beam 5,
+# batches of 16, on the 2,000 test sentences: f32, its lexical shortlist (from our aligner's
+# links over the same tokens, `marian_shortlist.py`), its 8-bit products packed on the fly, both;
+# ours f32 and int8 + the vocabulary map. Rows go to experiments/results/nmt-distill/marian.jsonl.
+#
+#   PYMARIAN=/path/to/pymarian bash experiments/peers/nmt_marian_tanaka.sh train [TOKENIZER_MODEL] [OUT]
+#   PYTHON=/path/to/python STUDENT=runs/nmt35/tanaka-distilled-tiny \
+#     bash experiments/peers/nmt_marian_tanaka.sh decode [TOKENIZER_MODEL] [OUT]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-TOK=${1:-runs/nmt35/tanaka-direct}
-OUT=${2:-runs/marian-tanaka}
+STAGE=${1:-train}
+TOK=${2:-runs/nmt35/tanaka-teacher}
+OUT=${3:-runs/marian-tanaka}
 PYMARIAN=${PYMARIAN:-pymarian}
+PYTHON=${PYTHON:-python3}
 B=./target/release/fastsoftmax
 mkdir -p "$OUT"
+
+if [ "$STAGE" = decode ]; then
+  STUDENT=${STUDENT:-runs/nmt35/tanaka-distilled-tiny}
+  RES=experiments/results/nmt-distill
+  T=data/tanaka/test
+  mkdir -p "$RES"
+  [ -f "$OUT/model.npz" ] || { echo "no Marian model in $OUT: run this script's train stage" >&2; exit 1; }
+  [ -f "$OUT/train.links" ] || $B build-vmap --model "$TOK" --data data/tanaka --src ja --tgt en \
+    --out "$OUT/marian.vmap" --links-out "$OUT/train.links" --eval none >/dev/null
+  [ -f "$OUT/lex.s2t" ] || $PYTHON experiments/peers/marian_shortlist.py --src "$OUT/train.ja" \
+    --tgt "$OUT/train.en" --links "$OUT/train.links" --out "$OUT/lex.s2t"
+  [ -d "$STUDENT-int8" ] || $B quantize --model "$STUDENT" --to int8 --out "$STUDENT-int8"
+  [ -f "$STUDENT.vmap" ] || $B build-vmap --model "$STUDENT" --data data/tanaka --src ja --tgt en \
+    --out "$STUDENT.vmap"
+  ROWS=$RES/marian.jsonl
+  : > "$ROWS"
+  row() {  # row LABEL SYSTEM STATS HYP
+    local bleu
+    bleu=$($B bleu --ref $T.en --hyp "$4" --json | python3 -c "import json,sys; print(json.load(sys.stdin)['score'])")
+    python3 -c "import json; s=json.load(open('$3')); s.update(config='$1', system='$2', bleu=$bleu); print(json.dumps(s))" >> "$ROWS"
+  }
+  ours() {  # ours LABEL MODEL [translate options...]
+    local label=$1 model=$2
+    shift 2
+    $B translate --model "$model" --input $T.ja --beam 5 --batch 16 "$@" \
+      --output "$OUT/hyp.en" --stats "$OUT/stats.json" 2>/dev/null
+    row "$label" ours "$OUT/stats.json" "$OUT/hyp.en"
+  }
+  marian() {  # marian LABEL [marian options...]
+    local label=$1
+    shift
+    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE $PYTHON experiments/peers/nmt_marian_decode.py \
+      --dir "$OUT" --model model.npz.best-bleu.npz --src ja --tgt en --src-tokenizer "$TOK" \
+      --input $T.ja --beam 5 --batch 16 --extra "$*" --output "$OUT/hyp.en" --stats "$OUT/stats.json" 2>/dev/null
+    row "$label" marian "$OUT/stats.json" "$OUT/hyp.en"
+  }
+  ours f32 "$STUDENT"
+  ours int8+vmap "$STUDENT-int8" --vmap "$STUDENT.vmap"
+  marian f32
+  marian "shortlist 100 100" --shortlist "$OUT/lex.s2t" 100 100
+  marian "shortlist 50 50" --shortlist "$OUT/lex.s2t" 50 50
+  marian packed8 --gemm-type packed8avx512
+  marian "packed8 + shortlist 100 100" --gemm-type packed8avx512 --shortlist "$OUT/lex.s2t" 100 100
+  marian "packed8 + shortlist 50 50" --gemm-type packed8avx512 --shortlist "$OUT/lex.s2t" 50 50
+  rm -f "$OUT/stats.json" "$OUT/hyp.en"
+  exit 0
+fi
+
 for p in train valid test; do
   [ -f "$OUT/$p.ja" ] || $B text tokenize --model "$TOK" < "data/tanaka/$p.ja" > "$OUT/$p.ja"
   [ -f "$OUT/$p.en" ] || $B text tokenize < "data/tanaka/$p.en" > "$OUT/$p.en"
