@@ -576,3 +576,64 @@ fn train_eval_bench_predict() {
         "{v}"
     );
 }
+
+/// Every command given a model folder of another kind says what the folder holds and which
+/// commands take it, before anything else goes wrong.
+#[test]
+fn a_model_of_another_kind_is_named_with_the_commands_that_take_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let text = d.join("text.txt");
+    std::fs::write(&text, "the cat sat on the mat\n").unwrap();
+    let (text, out) = (text.to_str().unwrap(), d.join("out"));
+    let out = out.to_str().unwrap();
+    let root = env!("CARGO_MANIFEST_DIR");
+    let translator = format!("{root}/assets/models/bible-en-de-tiny");
+    let lm = format!("{root}/assets/models/ptb-small-gru");
+    let t = translator.as_str();
+    for args in [
+        vec!["predict", "--model", t, "the"],
+        vec!["eval", "--model", t, "--text", text],
+        vec!["bench", "--model", t, "--text", text],
+        vec!["compare", "--model", t, "--text", text],
+        vec!["export-npy", "--model", t, "--text", text, "--out", out],
+        vec!["ds-figures", "--model", t, "--out", out],
+        vec!["train-head", "dsoftmax", "--model", t],
+        vec!["ime", "convert", "--model", t, "きょう"],
+    ] {
+        let (ok, _, err) = cli(&args);
+        assert!(
+            !ok && err.contains("holds a recurrent translator") && err.contains("`translate`"),
+            "{args:?}: {err}"
+        );
+    }
+    let l = lm.as_str();
+    for args in [
+        vec!["quantize", "--model", l, "--out", out],
+        vec!["build-vmap", "--model", l, "--out", out, "--eval", "none"],
+        vec!["text", "tokenize", "--model", l],
+        vec![
+            "distill",
+            "--teacher",
+            l,
+            "--data",
+            d.to_str().unwrap(),
+            "--src",
+            "en",
+            "--tgt",
+            "de",
+            "--out",
+            out,
+        ],
+    ] {
+        let (ok, _, err) = cli(&args);
+        assert!(
+            !ok && err.contains("holds a language model") && err.contains("`predict`"),
+            "{args:?}: {err}"
+        );
+    }
+    assert!(
+        !Path::new(out).exists(),
+        "nothing is written for a wrong model"
+    );
+}

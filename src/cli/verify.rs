@@ -11,12 +11,13 @@ use fastsoftmax_infer::heads::{self, format};
 use fastsoftmax_infer::model::artifact::{MANIFEST_FILE, WEIGHTS_FILE};
 use fastsoftmax_infer::LanguageModel;
 use fastsoftmax_infer::LmWeights;
+use fastsoftmax_translate::tokenizer::SUBWORDS_FILE;
 use serde::Serialize;
 
 #[derive(Args, Debug)]
 pub struct VerifyArgs {
     /// Model directory, e.g. assets/models/ptb-small-lstm (its trained heads are checked too)
-    /// or a translator such as assets/models/bible-en-de-tiny.
+    /// or a translator (recurrent or Transformer) such as assets/models/bible-en-de-tiny.
     #[arg(long)]
     model: PathBuf,
     /// Record the SHA-256 of files whose manifest has none (artifacts written before digests
@@ -44,12 +45,34 @@ struct Row {
 pub fn run(a: VerifyArgs) -> anyhow::Result<()> {
     let mut rows = Vec::new();
     let manifest = a.model.join(MANIFEST_FILE);
-    if read_field(&manifest, "format").as_deref() == Some(fastsoftmax_translate::artifact::FORMAT) {
-        // A translator: one weights file, digested since its format's first version.
+    let format = read_field(&manifest, "format");
+    // A translator's files (its weights and, for subword sources, its tokenizer) are digested
+    // since its format's first version.
+    let translator_files = || {
+        let mut data = vec![WEIGHTS_FILE];
+        if a.model.join(SUBWORDS_FILE).exists() {
+            data.push(SUBWORDS_FILE);
+        }
+        data
+    };
+    if format.as_deref() == Some(fastsoftmax_translate::transformer::FORMAT) {
         check_artifact(
             "translator",
             &manifest,
-            &[WEIGHTS_FILE],
+            &translator_files(),
+            Ok(vec![]),
+            &mut rows,
+        );
+        if let Err(e) = fastsoftmax_translate::transformer::TransformerTranslator::load(&a.model) {
+            mark_error(&mut rows, "translator", e.to_string());
+        }
+        return report(&a, &rows);
+    }
+    if format.as_deref() == Some(fastsoftmax_translate::artifact::FORMAT) {
+        check_artifact(
+            "translator",
+            &manifest,
+            &translator_files(),
             Ok(vec![]),
             &mut rows,
         );

@@ -18,6 +18,42 @@ use crate::error::{Error, Result};
 /// File name → lowercase hex SHA-256, as recorded in a manifest's `sha256` field.
 pub type Digests = BTreeMap<String, String>;
 
+/// The kinds of model folder, by the `format` their `manifest.json` records: what each is and
+/// the commands that take it. Every loader names these when it is given a folder of another
+/// kind, so a user learns which command the folder was meant for.
+pub const MODEL_KINDS: &[(&str, &str, &str)] = &[
+    (
+        "fastsoftmax-lm",
+        "a language model (from `train-lm` or `ime pack`)",
+        "`predict`, `eval`, `bench`, `compare`, `train-head`, `export-npy`, `ds-figures`, `quickstart` and `ime`",
+    ),
+    (
+        "fastsoftmax-nmt",
+        "a recurrent translator (from `train-nmt`)",
+        "`translate`, `quantize`, `distill --teacher`, `build-vmap --model`, `text tokenize --model`, `train-head l2s|ds` and `quickstart --translate`",
+    ),
+    (
+        "fastsoftmax-nmt-transformer",
+        "a Transformer translator (from `train-nmt` with \"arch\": \"transformer\")",
+        "`translate`, `distill --teacher`, `build-vmap --model`, `text tokenize --model` and `quickstart --translate`",
+    ),
+];
+
+/// The error for a manifest of format `found` where a `wanted` one was expected: what the
+/// folder is, what was wanted, and which commands take the folder.
+pub fn wrong_kind(found: &str, wanted: &str) -> String {
+    let what = |format: &str| MODEL_KINDS.iter().find(|k| k.0 == format);
+    let wanted_what = what(wanted).map_or(wanted, |k| k.1);
+    match what(found) {
+        Some((_, is, takes)) => format!(
+            "this folder holds {is}, not {wanted_what}; {takes} take it"
+        ),
+        None => format!(
+            "this folder's manifest has format `{found}`, not {wanted_what} (`{wanted}`); it was not written by this toolkit, or by a newer one"
+        ),
+    }
+}
+
 /// Lowercase hex SHA-256 of `bytes`.
 pub fn sha256_hex(bytes: &[u8]) -> String {
     Sha256::digest(bytes)

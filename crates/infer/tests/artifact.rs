@@ -222,6 +222,20 @@ fn unsupported_version() {
 }
 
 #[test]
+fn another_kind_of_model_is_named() {
+    let dir = saved();
+    edit_manifest(dir.path(), |v| v["format"] = "fastsoftmax-nmt".into());
+    let err = load_err(dir.path());
+    assert!(
+        err.contains("holds a recurrent translator") && err.contains("`translate`"),
+        "{err}"
+    );
+    edit_manifest(dir.path(), |v| v["format"] = "onnx".into());
+    let err = load_err(dir.path());
+    assert!(err.contains("format `onnx`"), "{err}");
+}
+
+#[test]
 fn nan_in_weights() {
     let mut w = fixture();
     w.output_bias[2] = f32::NAN;

@@ -393,9 +393,7 @@ impl NmtWeights {
         if format != FORMAT {
             return Err(Error::format(
                 &manifest_path,
-                format!(
-                    "this is a `{format}` artifact, not a translator ({FORMAT}); pass a model written by `fastsoftmax train-nmt`"
-                ),
+                fastsoftmax_infer::files::wrong_kind(format, FORMAT),
             ));
         }
         let manifest: Manifest = serde_json::from_value(value).map_err(|e| {

@@ -226,7 +226,7 @@ impl TransformerWeights {
         if format != FORMAT {
             return Err(Error::format(
                 &manifest_path,
-                format!("this is a `{format}` artifact, not a Transformer translator ({FORMAT})"),
+                fastsoftmax_infer::files::wrong_kind(format, FORMAT),
             ));
         }
         let m: Manifest = serde_json::from_value(value)

@@ -258,7 +258,16 @@ impl LmWeights {
             ));
         }
         let text = std::fs::read(&manifest_path).map_err(|e| Error::io(&manifest_path, e))?;
-        let manifest: Manifest = serde_json::from_slice(&text)
+        let value: serde_json::Value = serde_json::from_slice(&text)
+            .map_err(|e| Error::format(&manifest_path, format!("not a valid manifest: {e}")))?;
+        let format = value.get("format").and_then(|f| f.as_str()).unwrap_or("?");
+        if format != FORMAT {
+            return Err(Error::format(
+                &manifest_path,
+                files::wrong_kind(format, FORMAT),
+            ));
+        }
+        let manifest: Manifest = serde_json::from_value(value)
             .map_err(|e| Error::format(&manifest_path, format!("not a valid manifest: {e}")))?;
         if manifest.format != FORMAT || !(1..=FORMAT_VERSION).contains(&manifest.format_version) {
             return Err(Error::format(
