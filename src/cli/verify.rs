@@ -46,36 +46,22 @@ pub fn run(a: VerifyArgs) -> anyhow::Result<()> {
     let mut rows = Vec::new();
     let manifest = a.model.join(MANIFEST_FILE);
     let format = read_field(&manifest, "format");
-    // A translator's files (its weights and, for subword sources, its tokenizer) are digested
-    // since its format's first version.
-    let translator_files = || {
+    let transformer = format.as_deref() == Some(fastsoftmax_translate::transformer::FORMAT);
+    if transformer || format.as_deref() == Some(fastsoftmax_translate::artifact::FORMAT) {
+        // A translator's files (its weights and, for subword sources, its tokenizer) are
+        // digested since its format's first version.
         let mut data = vec![WEIGHTS_FILE];
         if a.model.join(SUBWORDS_FILE).exists() {
             data.push(SUBWORDS_FILE);
         }
-        data
-    };
-    if format.as_deref() == Some(fastsoftmax_translate::transformer::FORMAT) {
-        check_artifact(
-            "translator",
-            &manifest,
-            &translator_files(),
-            Ok(vec![]),
-            &mut rows,
-        );
-        if let Err(e) = fastsoftmax_translate::transformer::TransformerTranslator::load(&a.model) {
-            mark_error(&mut rows, "translator", e.to_string());
+        check_artifact("translator", &manifest, &data, Ok(vec![]), &mut rows);
+        if transformer {
+            let engine = fastsoftmax_translate::transformer::TransformerTranslator::load(&a.model);
+            if let Err(e) = engine {
+                mark_error(&mut rows, "translator", e.to_string());
+            }
+            return report(&a, &rows);
         }
-        return report(&a, &rows);
-    }
-    if format.as_deref() == Some(fastsoftmax_translate::artifact::FORMAT) {
-        check_artifact(
-            "translator",
-            &manifest,
-            &translator_files(),
-            Ok(vec![]),
-            &mut rows,
-        );
         let engine = fastsoftmax_translate::Translator::load(&a.model);
         if let Err(e) = &engine {
             mark_error(&mut rows, "translator", e.to_string());

@@ -54,6 +54,19 @@ pub fn wrong_kind(found: &str, wanted: &str) -> String {
     }
 }
 
+/// The manifest at `path` as JSON, refused unless its `format` is `format` (a folder of another
+/// kind is named, with the commands that take it: [`wrong_kind`]).
+pub fn read_manifest(path: &Path, format: &str) -> Result<serde_json::Value> {
+    let text = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+    let value: serde_json::Value = serde_json::from_slice(&text)
+        .map_err(|e| Error::format(path, format!("not a valid manifest: {e}")))?;
+    let found = value.get("format").and_then(|f| f.as_str()).unwrap_or("?");
+    if found != format {
+        return Err(Error::format(path, wrong_kind(found, format)));
+    }
+    Ok(value)
+}
+
 /// Lowercase hex SHA-256 of `bytes`.
 pub fn sha256_hex(bytes: &[u8]) -> String {
     Sha256::digest(bytes)

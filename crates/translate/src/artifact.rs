@@ -386,16 +386,7 @@ impl NmtWeights {
                 "missing: a translator directory holds manifest.json and model.safetensors, written by `fastsoftmax train-nmt`",
             ));
         }
-        let text = std::fs::read(&manifest_path).map_err(|e| Error::io(&manifest_path, e))?;
-        let value: serde_json::Value = serde_json::from_slice(&text)
-            .map_err(|e| Error::format(&manifest_path, format!("not a valid manifest: {e}")))?;
-        let format = value.get("format").and_then(|f| f.as_str()).unwrap_or("?");
-        if format != FORMAT {
-            return Err(Error::format(
-                &manifest_path,
-                fastsoftmax_infer::files::wrong_kind(format, FORMAT),
-            ));
-        }
+        let value = files::read_manifest(&manifest_path, FORMAT)?;
         let manifest: Manifest = serde_json::from_value(value).map_err(|e| {
             Error::format(
                 &manifest_path,
