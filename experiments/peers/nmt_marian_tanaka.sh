@@ -4,7 +4,8 @@
 # subwords (`fastsoftmax text tokenize --model`, the 8,000-piece BPE learnt from train.ja),
 # the English into our word tokens. Its RNN `s2s` model in the tiny shape (bidirectional GRU
 # encoder of 2 layers, conditional-GRU decoder, tied target embeddings, 256-wide embeddings,
-# 512-wide states, dropout 0.3), Adam 1e-3, batches of 64 sentences, 2 CPU threads, trained
+# 512-wide states, dropout 0.3), Adam 1e-3, batches of 64 sentences, $THREADS CPU threads
+# (default 2; our trainer keeps about one core busy, so 1 runs beside it at full speed), trained
 # until its valid BLEU (Marian's own, on tokens, beam 5) has not risen for 5 validations of
 # 2,000 updates each: to convergence, not a fixed budget. SIGTERM (a session's end) makes
 # Marian save; running the script again continues from the saved model and optimizer.
@@ -23,6 +24,7 @@ STAGE=${1:-train}
 TOK=${2:-runs/nmt35/tanaka-teacher}
 OUT=${3:-runs/marian-tanaka}
 PYMARIAN=${PYMARIAN:-pymarian}
+THREADS=${THREADS:-2}
 PYTHON=${PYTHON:-python3}
 B=./target/release/fastsoftmax
 mkdir -p "$OUT"
@@ -84,7 +86,7 @@ done
   --enc-type bidirectional --enc-cell gru --enc-depth 2 --dec-cell gru --dec-depth 1 \
   --tied-embeddings --dropout-rnn 0.3 --max-length 60 \
   --optimizer adam --learn-rate 0.001 --clip-norm 5 --mini-batch 64 --maxi-batch 100 \
-  --cpu-threads 2 --workspace 4096 --seed 1 \
+  --cpu-threads "$THREADS" --workspace 4096 --seed 1 \
   --valid-sets "$OUT/valid.ja" "$OUT/valid.en" --valid-metrics bleu cross-entropy \
   --valid-freq 2000u --save-freq 2000u --disp-freq 500u --early-stopping 5 \
   --beam-size 5 --normalize 1 --valid-mini-batch 32 --keep-best \
