@@ -5,6 +5,7 @@
 # translations (distilled) with the same recipe and budget.
 #
 #   bash experiments/nmt_distill.sh train [tanaka|bible]   # every model, resuming what started
+#   bash experiments/nmt_distill.sh eval [tanaka|bible]    # rows, figures and tables
 #
 # Each step is a no-op once done (a finished run has metrics.json, a distillation
 # distill.json) and resumes from its last epoch or chunk otherwise, so the script can be run
@@ -67,15 +68,26 @@ if [ "$STAGE" = train ]; then
     # The Bible's direct student is trained again rather than taken from the shipped model:
     # that one was trained while batches fed the source's <eos> id as the decoder's first
     # input (fixed in NmtBatch::new), so it would not be the same code as the distilled one.
-    train "$student" "$data" "$src" "$tgt" "$RUNS/$p-direct"
-    train "$student" "$data" "$src" "$tgt" "$RUNS/$p-distilled-tiny" --distilled "$RUNS/$p-distilled"
+    # Students train two at a time, one thread each: train-nmt keeps about one of the two
+    # cores busy (its products are too small to split well), so a pair takes about the time
+    # of one run. Direct and distilled share the setting, so they share the budget too.
+    train "$student" "$data" "$src" "$tgt" "$RUNS/$p-direct" --threads 1 &
+    a=$!
+    train "$student" "$data" "$src" "$tgt" "$RUNS/$p-distilled-tiny" --threads 1 \
+      --distilled "$RUNS/$p-distilled" &
+    b=$!
+    wait $a
+    wait $b
     # Figure 1's other shapes, distilled: the tiny shape with LSTM cells, and a micro GRU
     # (128-wide embeddings, 256-wide states).
     if [ "$p" = tanaka ]; then
+      pids=()
       for shape in tiny-lstm micro; do
         train "experiments/configs/tanaka-$shape.json" "$data" "$src" "$tgt" \
-          "$RUNS/$p-distilled-$shape" --distilled "$RUNS/$p-distilled"
+          "$RUNS/$p-distilled-$shape" --threads 1 --distilled "$RUNS/$p-distilled" &
+        pids+=($!)
       done
+      for pid in "${pids[@]}"; do wait "$pid"; done
     fi
   done
 fi
@@ -147,6 +159,9 @@ for line in open(sys.argv[1]):
         r["network"] = r["model"].split()[0]
         print(json.dumps(r))
 PY
-    $B plot --input "$OUT/figure1-$p.jsonl" --series network --x words_per_s --y bleu       --out "$OUT/figure1-$p" --title "$p: BLEU against words/s (beam 5, batch 16, 1 thread)"
+    $B plot --input "$OUT/figure1-$p.jsonl" --series network --x words_per_s --y bleu \
+      --out "$OUT/figure1-$p" --title "$p: BLEU against words/s (beam 5, batch 16, 1 thread)"
   done
+  # The results file's tables, from the rows (and Marian's, once its decode stage ran).
+  python3 experiments/nmt_distill_tables.py "$OUT" > "$OUT/tables.md"
 fi
