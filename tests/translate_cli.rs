@@ -230,6 +230,64 @@ fn train_translate_bleu_and_bad_input() {
     // "die" is in no shortlist of this map, so it cannot be written.
     assert!(out.contains("Katze") && !out.contains("die"), "{out}");
 
+    // A map shipped in the quantized folder is served by default, exactly as --vmap serves
+    // it; --no-vmap scores the whole vocabulary; verify checks it; damage is named; a map of
+    // another vocabulary is refused when shipping, not when an app loads the folder.
+    let m = s("m");
+    let quantize = |out: &str, vmap: Option<&str>| {
+        let (q, v) = (s(out), vmap.map(&s));
+        let mut args = vec!["quantize", "--model", &m, "--out", q.as_str()];
+        if let Some(v) = &v {
+            args.extend(["--vmap", v.as_str()]);
+        }
+        cli(&args, None)
+    };
+    let (ok, _, err) = quantize("q8map", Some("unknown.vmap"));
+    assert!(ok, "{err}");
+    let (ok, _, err) = quantize("q8", None);
+    assert!(ok, "{err}");
+    let sentence = Some(b"the cat sleeps.\n".as_slice());
+    let run = |model: &str, extra: &[&str]| {
+        let (q, stats) = (s(model), s("stats.json"));
+        let mut args = vec![
+            "translate",
+            "--model",
+            q.as_str(),
+            "--stats",
+            stats.as_str(),
+        ];
+        args.extend(extra);
+        let (ok, out, err) = cli(&args, sentence);
+        assert!(ok, "{args:?}: {err}");
+        let stats: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(d.join("stats.json")).unwrap()).unwrap();
+        (out, stats["vmap"].as_str().map(str::to_string))
+    };
+    let unknown = s("unknown.vmap");
+    let (shipped, used) = run("q8map", &[]);
+    assert_eq!(
+        (shipped.clone(), used.is_some()),
+        (run("q8", &["--vmap", &unknown]).0, true)
+    );
+    assert!(used.unwrap().ends_with("vocab.map"));
+    assert!(!shipped.contains("die"), "{shipped}");
+    assert_eq!(run("q8map", &["--no-vmap"]), run("q8", &[]));
+    let (ok, out, err) = cli(&["verify", "--model", &s("q8map")], None);
+    assert!(
+        ok && out.contains("vocab.map") && out.contains("verified"),
+        "{out}{err}"
+    );
+    let mut damaged = std::fs::read(d.join("q8map/vocab.map")).unwrap();
+    damaged.extend_from_slice(b"dog\tHund\n");
+    std::fs::write(d.join("q8map/vocab.map"), damaged).unwrap();
+    let (ok, _, err) = cli(&["translate", "--model", &s("q8map")], sentence);
+    assert!(
+        !ok && err.contains("vocab.map") && err.contains("restore it"),
+        "{err}"
+    );
+    let (ok, _, err) = quantize("q8fr", Some("french.vmap"));
+    assert!(!ok && err.contains("another vocabulary"), "{err}");
+
     // Screening heads trained on the translator's decoder contexts, served inside the beam.
     let (ok, out, err) = cli(
         &[

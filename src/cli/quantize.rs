@@ -7,6 +7,7 @@ use anyhow::{bail, Context};
 use clap::{Args, ValueEnum};
 use fastsoftmax_infer::heads::{fingerprint, read_head};
 use fastsoftmax_translate::artifact::{NmtWeights, Precision, WEIGHTS_FILE};
+use fastsoftmax_translate::vmap::VocabMap;
 use fastsoftmax_translate::Translator;
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -28,6 +29,11 @@ pub struct QuantizeArgs {
     /// Directory for the quantized translator (`translate --model` reads it).
     #[arg(long)]
     out: PathBuf,
+    /// Ship this vocabulary map (from `build-vmap --model MODEL`) inside the quantized
+    /// translator (`vocab.map`, its digest in the manifest): `translate` and an app loading the
+    /// folder then decode with it by default. Without it, a map --model ships is carried over.
+    #[arg(long)]
+    vmap: Option<PathBuf>,
 }
 
 pub fn run(a: QuantizeArgs) -> anyhow::Result<()> {
@@ -43,10 +49,17 @@ pub fn run(a: QuantizeArgs) -> anyhow::Result<()> {
     if a.out.canonicalize().ok() == a.model.canonicalize().ok() {
         bail!("--out must differ from --model: the f32 model stays as it is");
     }
-    let q = match a.to {
+    let mut q = match a.to {
         To::Int8 => w.quantize_int8(),
         To::Int16 => w.quantize_int16(),
     };
+    if let Some(path) = &a.vmap {
+        let map = VocabMap::load(path)?;
+        // Refused here, not when an app first loads the folder: a map of another vocabulary.
+        map.for_vocab(&w.tgt_vocab)
+            .with_context(|| format!("shipping the vocabulary map {}", path.display()))?;
+        q.vmap = Some(map);
+    }
     q.save(&a.out)?;
     let carried = carry_heads(&a.model, &w, &a.out, &q)?;
     let size = |d: &PathBuf| std::fs::metadata(d.join(WEIGHTS_FILE)).map_or(0, |m| m.len());

@@ -6,6 +6,7 @@ use std::time::Instant;
 
 use anyhow::Context;
 use clap::Args;
+use fastsoftmax_translate::artifact::VMAP_FILE;
 use fastsoftmax_translate::transformer::TransformerTranslator;
 use fastsoftmax_translate::{
     Profile, Screen, SearchOptions, Source, Translation, Translator, VmapScope, VocabMap,
@@ -70,12 +71,17 @@ pub struct TranslateArgs {
     #[arg(long, default_value_t = 250)]
     max_source_tokens: usize,
     /// Vocabulary map (from `build-vmap`): the output layer scores only the target words the
-    /// source n-grams can bring, not the whole vocabulary.
+    /// source n-grams can bring, not the whole vocabulary. A translator that ships a map
+    /// (`vocab.map`, from `quantize --vmap`) decodes with it unless this names another or
+    /// --no-vmap is given.
     #[arg(long)]
     vmap: Option<PathBuf>,
+    /// Score the whole target vocabulary, even with a translator that ships a map.
+    #[arg(long, conflicts_with = "vmap")]
+    no_vmap: bool,
     /// Which sentences share a vocabulary-map shortlist: `sentence` (each its own; output
     /// independent of --batch) or `batch` (the union over the batch, as CTranslate2 does).
-    #[arg(long, value_enum, default_value_t = Scope::Sentence, requires = "vmap")]
+    #[arg(long, value_enum, default_value_t = Scope::Sentence)]
     vmap_scope: Scope,
     /// Screening head (MODEL/heads/NAME, from `train-head l2s|ds --model MODEL`): each decoder
     /// row scores only the words of the cluster (L2S) or expert (DS) its context goes to, and
@@ -179,6 +185,20 @@ fn translate(a: TranslateArgs) -> anyhow::Result<()> {
         }
         engine.set_vocab_map(Some((map, scope)));
     }
+    if let Engine::Rnn(engine) = &mut engine {
+        // A shipped map gives way to --no-vmap and to a screening head (which replaces it).
+        if a.no_vmap || a.head.is_some() {
+            engine.set_vocab_map(None);
+        }
+        engine.set_vocab_map_scope(scope);
+    }
+    let vmap_used = match &engine {
+        Engine::Rnn(e) if e.vocab_map().is_some() => Some(match &a.vmap {
+            Some(path) => path.display().to_string(),
+            None => a.model.join(VMAP_FILE).display().to_string(),
+        }),
+        _ => None,
+    };
     if let (Some(name), Engine::Rnn(engine)) = (&a.head, &mut engine) {
         let screen = Screen::load(engine, &a.model, name)
             .with_context(|| format!("loading the screening head {name:?}"))?;
@@ -304,8 +324,8 @@ fn translate(a: TranslateArgs) -> anyhow::Result<()> {
         beam: a.beam,
         batch: a.batch,
         output_gflops: flops / profile.output.max(1e-12) / 1e9,
-        vmap: a.vmap.as_ref().map(|p| p.display().to_string()),
-        vmap_scope: a.vmap.as_ref().map(|_| scope),
+        vmap_scope: vmap_used.as_ref().map(|_| scope),
+        vmap: vmap_used,
         head: a.head.clone(),
         logits_per_row: profile.output_logits as f64 / profile.output_rows.max(1) as f64,
         profile,

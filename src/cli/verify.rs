@@ -11,6 +11,7 @@ use fastsoftmax_infer::heads::{self, format};
 use fastsoftmax_infer::model::artifact::{MANIFEST_FILE, WEIGHTS_FILE};
 use fastsoftmax_infer::LanguageModel;
 use fastsoftmax_infer::LmWeights;
+use fastsoftmax_translate::artifact::VMAP_FILE;
 use fastsoftmax_translate::tokenizer::SUBWORDS_FILE;
 use serde::Serialize;
 
@@ -48,11 +49,13 @@ pub fn run(a: VerifyArgs) -> anyhow::Result<()> {
     let format = read_field(&manifest, "format");
     let transformer = format.as_deref() == Some(fastsoftmax_translate::transformer::FORMAT);
     if transformer || format.as_deref() == Some(fastsoftmax_translate::artifact::FORMAT) {
-        // A translator's files (its weights and, for subword sources, its tokenizer) are
-        // digested since its format's first version.
+        // A translator's files (its weights and, for subword sources, its tokenizer; a
+        // shipped vocabulary map) are digested since its format's first version.
         let mut data = vec![WEIGHTS_FILE];
-        if a.model.join(SUBWORDS_FILE).exists() {
-            data.push(SUBWORDS_FILE);
+        for file in [SUBWORDS_FILE, VMAP_FILE] {
+            if a.model.join(file).exists() {
+                data.push(file);
+            }
         }
         check_artifact("translator", &manifest, &data, Ok(vec![]), &mut rows);
         if transformer {

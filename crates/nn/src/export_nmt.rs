@@ -78,6 +78,7 @@ pub fn to_weights(
         int16: Default::default(),
         src_tokenizer: tokenizer.clone(),
         languages: languages.cloned(),
+        vmap: None,
     }
 }
 

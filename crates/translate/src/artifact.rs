@@ -17,10 +17,14 @@ use fastsoftmax_infer::{Error, Result, Vocab};
 use serde::{Deserialize, Serialize};
 
 use crate::tokenizer::{TokenKind, Tokenizer, SUBWORDS_FILE};
+use crate::vmap::VocabMap;
 
 pub const MANIFEST_FILE: &str = "manifest.json";
 pub const WEIGHTS_FILE: &str = "model.safetensors";
 pub const FORMAT: &str = "fastsoftmax-nmt";
+/// The vocabulary map a translator folder may ship (`quantize --vmap`), recorded with its
+/// digest in the manifest; [`crate::Translator::load`] serves it.
+pub const VMAP_FILE: &str = "vocab.map";
 /// The newest format this engine reads (it reads every older one too). v3: the source is
 /// read as subwords ([`crate::tokenizer`]), whose tokenizer is a file beside the weights.
 pub const FORMAT_VERSION: u32 = 3;
@@ -103,6 +107,8 @@ pub struct NmtWeights {
     /// How the source is cut into tokens.
     pub src_tokenizer: Tokenizer,
     pub languages: Option<Languages>,
+    /// The vocabulary map shipped with the weights ([`VMAP_FILE`]), if any.
+    pub vmap: Option<VocabMap>,
 }
 
 impl NmtWeights {
@@ -317,6 +323,11 @@ impl NmtWeights {
                 SUBWORDS_FILE.to_string(),
                 files::sha256_hex(json.as_bytes()),
             );
+        }
+        if let Some(map) = &self.vmap {
+            let text = map.to_text();
+            write_atomic(&dir.join(VMAP_FILE), text.as_bytes())?;
+            sha256.insert(VMAP_FILE.to_string(), files::sha256_hex(text.as_bytes()));
         }
         let precision = self.precision();
         let src_tokens = self.src_tokenizer.kind();
@@ -534,27 +545,38 @@ impl NmtWeights {
                 format!("unexpected tensor `{name}.scale`; the files belong to different models"),
             ));
         }
+        // A file beside the weights that the manifest digests: `what` it is, for the error
+        // when it is missing.
+        let read_beside = |name: &str, what: &str| -> Result<Vec<u8>> {
+            let path = dir.join(name);
+            let fix = "restore it, or export the model again";
+            let bytes = std::fs::read(&path).map_err(|e| {
+                Error::format(&path, format!("{e}: the translator needs {what}; {fix}"))
+            })?;
+            files::verify(&path, &bytes, &manifest.sha256, &manifest_path, dir, fix)?;
+            Ok(bytes)
+        };
         let src_tokenizer = match manifest.src_tokens {
             TokenKind::Words => Tokenizer::Words,
             TokenKind::Subwords { .. } => {
-                let path = dir.join(SUBWORDS_FILE);
-                let text = std::fs::read(&path).map_err(|e| {
+                let bytes =
+                    read_beside(SUBWORDS_FILE, "this subword tokenizer to read its source")?;
+                Tokenizer::from_json(&String::from_utf8_lossy(&bytes)).map_err(|e| {
                     Error::format(
-                        &path,
-                        format!("{e}: the translator reads subwords and needs this tokenizer file beside its weights; restore it or export the model again"),
+                        dir.join(SUBWORDS_FILE),
+                        format!("not a subword tokenizer ({e})"),
                     )
-                })?;
-                files::verify(
-                    &path,
-                    &text,
-                    &manifest.sha256,
-                    &manifest_path,
-                    dir,
-                    "restore it or export the model again",
-                )?;
-                let text = String::from_utf8_lossy(&text);
-                Tokenizer::from_json(&text)
-                    .map_err(|e| Error::format(&path, format!("not a subword tokenizer ({e})")))?
+                })?
+            }
+        };
+        // A map ships only when the manifest records it: a stray file is not read.
+        let vmap = match manifest.sha256.contains_key(VMAP_FILE) {
+            false => None,
+            true => {
+                let bytes = read_beside(VMAP_FILE, "the vocabulary map its manifest lists")?;
+                let map = VocabMap::parse(&String::from_utf8_lossy(&bytes))
+                    .map_err(|e| Error::format(dir.join(VMAP_FILE), e))?;
+                Some(map)
             }
         };
         let w = NmtWeights {
@@ -566,6 +588,7 @@ impl NmtWeights {
             int16: int16_tensors,
             src_tokenizer,
             languages: manifest.languages,
+            vmap,
         };
         w.validate(&weights_path)?;
         Ok(w)

@@ -341,8 +341,13 @@ impl Translator {
         Self::from_weights(NmtWeights::load(dir)?)
     }
 
+    /// The translator of `w`, serving its shipped vocabulary map (per sentence) if it has one.
     pub fn from_weights(w: NmtWeights) -> Result<Self> {
         w.validate(Path::new("<weights>"))?;
+        let vmap = match &w.vmap {
+            Some(map) => Some((map.for_vocab(&w.tgt_vocab)?, VmapScope::Sentence)),
+            None => None,
+        };
         let s = w.spec;
         let half = s.d_hidden / 2;
         let encoder = (0..s.enc_layers)
@@ -388,7 +393,7 @@ impl Translator {
             languages: w.languages,
             src_vocab: w.src_vocab,
             tgt_vocab: w.tgt_vocab,
-            vmap: None,
+            vmap,
             screen: None,
         })
     }
@@ -423,6 +428,13 @@ impl Translator {
     /// Decode with a vocabulary map (`None`: score every target word).
     pub fn set_vocab_map(&mut self, map: Option<(Shortlister, VmapScope)>) {
         self.vmap = map;
+    }
+
+    /// Which sentences share the vocabulary map's shortlist, when a map is in use.
+    pub fn set_vocab_map_scope(&mut self, scope: VmapScope) {
+        if let Some((_, s)) = &mut self.vmap {
+            *s = scope;
+        }
     }
 
     /// The vocabulary map in use, if any.

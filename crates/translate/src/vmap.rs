@@ -7,7 +7,6 @@
 //! separated by spaces; the 0-gram list is the line with an empty key.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::io::Write;
 use std::path::Path;
 
 use fastsoftmax_infer::{Error, Result, Vocab};
@@ -111,18 +110,21 @@ impl VocabMap {
         VocabMap { entries }
     }
 
+    /// The text format: one `key<TAB>words` line per key, keys in order.
+    pub fn to_text(&self) -> String {
+        let mut text = String::new();
+        for (key, words) in &self.entries {
+            text.push_str(key);
+            text.push('\t');
+            text.push_str(&words.join(" "));
+            text.push('\n');
+        }
+        text
+    }
+
     /// Writes the text format, atomically (a temporary file renamed over `path`).
     pub fn save(&self, path: &Path) -> Result<()> {
-        let tmp = path.with_extension("vmap.tmp");
-        let write = || -> std::io::Result<()> {
-            let mut w = std::io::BufWriter::new(std::fs::File::create(&tmp)?);
-            for (key, words) in &self.entries {
-                writeln!(w, "{key}\t{}", words.join(" "))?;
-            }
-            w.into_inner()?.sync_all()?;
-            std::fs::rename(&tmp, path)
-        };
-        write().map_err(|e| Error::Invalid(format!("writing {}: {e}", path.display())))
+        fastsoftmax_infer::files::write_atomic(path, self.to_text().as_bytes())
     }
 
     /// Reads a vmap file; see [`Self::parse`].
