@@ -808,7 +808,8 @@ fn train_network<M: NmtNetwork>(
     }
     if state.history.is_empty() {
         return Err(Error::Invalid(
-            "the time budget (--budget-minutes) is shorter than one epoch of this run; give it more time".into(),
+            "no epoch was trained: train.epochs is 0, or no training pair fits train.max_len"
+                .into(),
         ));
     }
     let best_epoch = state
