@@ -339,12 +339,13 @@ fn translate(a: TranslateArgs) -> anyhow::Result<()> {
         );
     } else {
         eprintln!(
-        "translated {lines} lines ({target_words} words) in {seconds:.2} s: {:.0} words/s · beam {} · batch {} · 1 thread\n\
+        "translated {lines} lines ({target_words} words) in {seconds:.2} s: {:.0} words/s · beam {} · batch {} · 1 thread{}\n\
          time: encoder {:.0}% · decoder RNN {:.0}% · attention {:.0}% · output layer + softmax {:.0}% · beam search {:.0}%\n\
          output layer: {} rows × {:.0} words at {:.0} GFLOP/s, softmax included",
         stats.words_per_s,
         a.beam,
         a.batch,
+        stats.vmap.as_ref().map_or(String::new(), |m| format!(" · vocabulary map {m}")),
         pct(p.encoder),
         pct(p.decoder_rnn),
         pct(p.attention),
