@@ -31,26 +31,8 @@ $B quantize --model "$HM" --out "$INT8" >/dev/null
 ROWS=$OUT/marian-rows.jsonl
 : > "$ROWS"
 
-row() {  # row LABEL SYSTEM STATS HYP
-  local bleu
-  bleu=$($B bleu --ref $T.de --hyp "$4" --json | python3 -c "import json,sys; print(json.load(sys.stdin)['score'])")
-  python3 -c "import json; s=json.load(open('$3')); s.update(config='$1', system='$2', bleu=$bleu); print(json.dumps(s))" >> "$ROWS"
-}
-ours() {  # ours LABEL MODEL [translate options...]
-  local label=$1 model=$2
-  shift 2
-  $B translate --model "$model" --input $T.en --beam 5 --batch 16 "$@" \
-    --output "$OUT/hyp.de" --stats "$OUT/stats.json" 2>/dev/null
-  row "$label" ours "$OUT/stats.json" "$OUT/hyp.de"
-}
-marian() {  # marian LABEL [marian options...]
-  local label=$1
-  shift
-  env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE $PYTHON experiments/peers/nmt_marian_decode.py \
-    --dir "$MD" --input $T.en --beam 5 --batch 16 --extra "$*" \
-    --output "$OUT/hyp.de" --stats "$OUT/stats.json" 2>/dev/null
-  row "$label" marian "$OUT/stats.json" "$OUT/hyp.de"
-}
+SRC=en TGT=de SCRATCH=$OUT MARIAN_ARGS=()
+. experiments/peers/marian_rows.sh
 
 ours f32 "$MODEL"
 ours int8+vmap "$INT8" --vmap "$OUT/n2-f2-N10.vmap"

@@ -44,26 +44,9 @@ if [ "$STAGE" = decode ]; then
     --out "$STUDENT.vmap"
   ROWS=$RES/marian.jsonl
   : > "$ROWS"
-  row() {  # row LABEL SYSTEM STATS HYP
-    local bleu
-    bleu=$($B bleu --ref $T.en --hyp "$4" --json | python3 -c "import json,sys; print(json.load(sys.stdin)['score'])")
-    python3 -c "import json; s=json.load(open('$3')); s.update(config='$1', system='$2', bleu=$bleu); print(json.dumps(s))" >> "$ROWS"
-  }
-  ours() {  # ours LABEL MODEL [translate options...]
-    local label=$1 model=$2
-    shift 2
-    $B translate --model "$model" --input $T.ja --beam 5 --batch 16 "$@" \
-      --output "$OUT/hyp.en" --stats "$OUT/stats.json" 2>/dev/null
-    row "$label" ours "$OUT/stats.json" "$OUT/hyp.en"
-  }
-  marian() {  # marian LABEL [marian options...]
-    local label=$1
-    shift
-    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE $PYTHON experiments/peers/nmt_marian_decode.py \
-      --dir "$OUT" --model model.npz.best-bleu.npz --src ja --tgt en --src-tokenizer "$TOK" \
-      --input $T.ja --beam 5 --batch 16 --extra "$*" --output "$OUT/hyp.en" --stats "$OUT/stats.json" 2>/dev/null
-    row "$label" marian "$OUT/stats.json" "$OUT/hyp.en"
-  }
+  SRC=ja TGT=en SCRATCH=$OUT MD=$OUT
+  MARIAN_ARGS=(--model model.npz.best-bleu.npz --src ja --tgt en --src-tokenizer "$TOK")
+  . experiments/peers/marian_rows.sh
   ours f32 "$STUDENT"
   ours int8+vmap "$STUDENT-int8" --vmap "$STUDENT.vmap"
   marian f32
