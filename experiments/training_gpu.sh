@@ -1,27 +1,43 @@
 #!/usr/bin/env bash
 # Training speed on a GPU, ours (burn's wgpu backend: the persistent CubeCL kernels) against
-# PyTorch (cuDNN) on the same card, side by side in one run: the PTB-Small LSTM and GRU recipes
-# at batch 20 and 128, tokens/s of training; and the tiny translator, ours alone. Raw rows go to experiments/results/training-gpu/;
-# experiments/results/training-gpu.md discusses them.
+# PyTorch (cuDNN) on the same card, side by side in one run, most important rows first:
+#   1. the PTB-Small LSTM and GRU recipes at batch 20 and 128, tokens/s of training, ours and PyTorch;
+#   2. the IME-size LM (1×256, tied, sampled softmax of 1,024, ~56k words), ours alone;
+#   3. the tiny translator (bible-tiny), ours alone;
+#   4. the full PTB-Small LSTM recipe on the GPU, for its perplexity against the CPU's
+#      (assets/models/ptb-small-lstm/metrics.json), within what is left of DEADLINE.
+# Raw rows go to $OUT/rows.jsonl (one per line, written as they come, so a run cut short keeps
+# what it measured); experiments/results/training-gpu.md discusses them.
 #
 # Ours is timed as a difference of two runs (N1 and N2 windows of the first epoch), so the
 # kernels' compilation and autotuning in the first windows are not counted; PyTorch skips its
-# first N1 windows the same way (--warmup).
+# first N1 windows the same way (--warmup). A short run before them fills CubeCL's caches on
+# disk (compiled kernels, autotune results): else the first timed run pays for them alone and
+# the difference overstates the speed.
 #
 # Made for a machine with a GPU and no Rust: build here, copy, run there.
-#   cargo build --release --features wgpu && mkdir -p gpu && cp target/release/fastsoftmax gpu/
+#   cargo build --release --features wgpu && mkdir -p gpu && strip -o gpu/fastsoftmax target/release/fastsoftmax
 #   ./target/release/fastsoftmax data fetch ptb        # data/ptb, carried with gpu/
 #   ./target/release/fastsoftmax data fetch bible      # data/bible (optional: the translator row)
-#   B=gpu/fastsoftmax bash experiments/training_gpu.sh [N1] [N2]   # needs torch with CUDA
-set -euo pipefail
+#   head -c 36000000 data/ja/train.txt | head -n -1 > gpu/ja-train.txt   # optional: the IME row
+#   B=gpu/fastsoftmax DEADLINE=540 bash experiments/training_gpu.sh [N1] [N2]   # needs torch with CUDA
+# (Binaries and texts may travel xz-compressed as gpu/*.xz: they are unpacked first.)
+set -uo pipefail
 cd "$(dirname "$0")/.."
 N1=${1:-20}
 N2=${2:-200}
 B=${B:-./target/release/fastsoftmax}
 PYTHON=${PYTHON:-python3}
 OUT=${OUT:-experiments/results/training-gpu}
+DEADLINE=${DEADLINE:-0}          # seconds this script may take (0: no full run)
+RUN_LIMIT=${RUN_LIMIT:-150}      # seconds one speed run may take before it is abandoned
 mkdir -p "$OUT" runs/gpu
+LOGS=runs/gpu/logs
+mkdir -p "$LOGS"
+trap 'tar -czf "$OUT/logs.tar.gz" -C runs/gpu logs 2>/dev/null' EXIT
 
+for f in gpu/*.xz; do [ -f "$f" ] && python3 -c "import lzma,shutil,sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[1][:-3],'wb'))" "$f"; done
+[ -f "$B" ] && chmod +x "$B"
 # A machine without a Vulkan loader gets one from .gl/ (see the device tool's notes).
 if ls .gl/*.deb >/dev/null 2>&1; then
   for f in .gl/*.deb; do dpkg -x "$f" /; done
@@ -29,56 +45,95 @@ if ls .gl/*.deb >/dev/null 2>&1; then
 fi
 nvidia_icd=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
 [ -f "$nvidia_icd" ] && export VK_DRIVER_FILES="$nvidia_icd"
+{ nvidia-smi -L; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; nproc; $PYTHON -c "import torch; print('torch', torch.__version__, 'cudnn', torch.backends.cudnn.version())"; } > "$LOGS/machine.txt" 2>&1
 
-: > "$OUT/rows.jsonl"
+ROWS="$OUT/rows.jsonl"
+: > "$ROWS"
+row() { echo "$1" >> "$ROWS"; echo "$1"; }
+
+# Times one of our training commands at N1 and N2 windows (or batches); prints a JSON row.
+#   ours NAME KIND(lm|nmt) CONFIG EXTRA-ARGS...
+ours() {
+  local name=$1 kind=$2 cfg=$3
+  shift 3
+  local secs=() toks=() n
+  if [ "$DEADLINE" -gt 0 ] && [ "$SECONDS" -gt $(( DEADLINE - 60 )) ]; then
+    row "{\"system\": \"fastsoftmax\", \"name\": \"$name\", \"error\": \"skipped: $SECONDS s of $DEADLINE gone\"}"
+    return
+  fi
+  for n in warm "$N1" "$N2"; do
+    local dir="runs/gpu/$name-$n" windows=$n
+    [ "$n" = warm ] && windows=3
+    rm -rf "$dir"
+    if [ "$kind" = lm ]; then
+      timeout "$RUN_LIMIT" $B train-lm --config "$cfg" --backend wgpu --out "$dir" --max-windows "$windows" --quiet "$@" 2> "$LOGS/$name-$n.log"
+    else
+      timeout "$RUN_LIMIT" $B train-nmt --config "$cfg" --backend wgpu --out "$dir" --max-batches "$windows" --quiet "$@" 2> "$LOGS/$name-$n.log"
+    fi
+    local rc=$?
+    if [ $rc -ne 0 ]; then
+      row "{\"system\": \"fastsoftmax\", \"name\": \"$name\", \"windows\": \"$n\", \"error\": \"exit $rc (see logs/$name-$n.log)\"}"
+      return
+    fi
+    [ "$n" = warm ] && continue
+    read -r s t < <(python3 -c "import json; e=json.load(open('$dir/metrics.json'))['epochs'][0]; print(e['seconds'], e['seconds']*e['tokens_per_s'])")
+    secs+=("$s"); toks+=("$t")
+  done
+  row "$(python3 -c "import json; s=[${secs[0]},${secs[1]}]; t=[${toks[0]},${toks[1]}]; print(json.dumps({'system':'fastsoftmax','backend':'wgpu','name':'$name','windows':[$N1,$N2],'seconds':s,'tokens':t,'tokens_per_s':(t[1]-t[0])/(s[1]-s[0])}))")"
+}
+
 # Validation and test are outside the clock; a slice of the validation text keeps them short.
 head -c "${EVAL_BYTES:-20000}" data/ptb/ptb.valid.txt | head -n -1 > runs/gpu/eval.txt
-for cell in lstm gru; do
-  for batch in 20 128; do
+for cell in ${CELLS:-lstm gru}; do
+  for batch in ${BATCHES:-20 128}; do
     cfg="runs/gpu/$cell-$batch.json"
-    python3 -c "import json,sys; c=json.load(open('experiments/configs/ptb-small-$cell.json')); c['train']['epochs']=1; c['train']['batch_size']=$batch; json.dump(c,open('$cfg','w'))"
-    secs=()
-    toks=()
-    for n in "$N1" "$N2"; do
-      rm -rf "runs/gpu/$cell-$batch-$n"
-      $B train-lm --config "$cfg" --backend wgpu --valid runs/gpu/eval.txt --test runs/gpu/eval.txt --out "runs/gpu/$cell-$batch-$n" --max-windows "$n" --quiet 2> "runs/gpu/$cell-$batch-$n.log"
-      read -r s t < <(python3 -c "import json; e=json.load(open('runs/gpu/$cell-$batch-$n/metrics.json'))['epochs'][0]; print(e['seconds'], e['seconds']*e['tokens_per_s'])")
-      secs+=("$s")
-      toks+=("$t")
-    done
-    python3 -c "import json; s=[${secs[0]},${secs[1]}]; t=[${toks[0]},${toks[1]}]; print(json.dumps({'system':'fastsoftmax','backend':'wgpu','cell':'$cell','batch':$batch,'windows':[$N1,$N2],'seconds':s,'tokens':t,'tokens_per_s':(t[1]-t[0])/(s[1]-s[0])}))" >> "$OUT/rows.jsonl"
-    $PYTHON experiments/peers/train_lm_torch.py --config "$cfg" --device cuda --warmup "$N1" \
-      --max-windows "$N2" --epochs 1 --no-valid --json \
-      | sed "s/^{/{\"system\": \"pytorch\", \"cell\": \"$cell\", \"batch\": $batch, /" >> "$OUT/rows.jsonl"
+    python3 -c "import json; c=json.load(open('experiments/configs/ptb-small-$cell.json')); c['train']['epochs']=1; c['train']['batch_size']=$batch; json.dump(c,open('$cfg','w'))"
+    ours "ptb-$cell-$batch" lm "$cfg" --valid runs/gpu/eval.txt --test runs/gpu/eval.txt
+    timeout "$RUN_LIMIT" $PYTHON experiments/peers/train_lm_torch.py --config "$cfg" --device cuda --warmup "$N1" \
+      --max-windows "$N2" --epochs 1 --no-valid --json 2> "$LOGS/torch-$cell-$batch.log" \
+      | sed "s/^{/{\"system\": \"pytorch\", \"name\": \"ptb-$cell-$batch\", /" | tee -a "$ROWS"
   done
 done
+
+# The IME-size LM: the shipped IME recipe's shape on a slice of its text, every word kept
+# (min_count 1 on 36 MB gives ~56k words, the size of the trained IME vocabulary).
+if [ -f gpu/ja-train.txt ]; then
+  head -n 500 gpu/ja-train.txt > runs/gpu/ja-eval.txt
+  python3 -c "import json; c=json.load(open('experiments/configs/ime-lstm.json')); c['train']['epochs']=1; c['train']['min_count']=1; json.dump(c,open('runs/gpu/ime.json','w'))"
+  ours ime-lstm-80 lm runs/gpu/ime.json --train gpu/ja-train.txt --valid runs/gpu/ja-eval.txt --test runs/gpu/ja-eval.txt
+fi
+
 # The tiny translator (bible-tiny: bidirectional GRU encoder on the kernels, input-feeding
 # decoder composed), ours only: PyTorch's side is a trainer this project does not have yet.
 if [ -f data/bible/train.en ]; then
-  cfg=runs/gpu/nmt.json
-  python3 -c "import json; c=json.load(open('experiments/configs/bible-tiny.json')); c['train']['epochs']=1; json.dump(c,open('$cfg','w'))"
-  secs=()
-  toks=()
-  for n in "$N1" "$N2"; do
-    rm -rf "runs/gpu/nmt-$n"
-    $B train-nmt --config "$cfg" --backend wgpu --out "runs/gpu/nmt-$n" --max-batches "$n" --max-valid 16 --quiet 2> "runs/gpu/nmt-$n.log"
-    read -r s t < <(python3 -c "import json; e=json.load(open('runs/gpu/nmt-$n/metrics.json'))['epochs'][0]; print(e['seconds'], e['seconds']*e['tokens_per_s'])")
-    secs+=("$s")
-    toks+=("$t")
-  done
-  python3 -c "import json; s=[${secs[0]},${secs[1]}]; t=[${toks[0]},${toks[1]}]; print(json.dumps({'system':'fastsoftmax','backend':'wgpu','model':'bible-tiny','batches':[$N1,$N2],'seconds':s,'target_tokens':t,'target_tokens_per_s':(t[1]-t[0])/(s[1]-s[0])}))" >> "$OUT/rows.jsonl"
+  python3 -c "import json; c=json.load(open('experiments/configs/bible-tiny.json')); c['train']['epochs']=1; json.dump(c,open('runs/gpu/nmt.json','w'))"
+  ours bible-tiny nmt runs/gpu/nmt.json --max-valid 16
 fi
-python3 - "$OUT/rows.jsonl" <<'PY'
+
+# The full PTB-Small LSTM recipe, for its perplexity against the CPU's, in what time is left.
+if [ "$DEADLINE" -gt 0 ]; then
+  left=$(( (DEADLINE - SECONDS - 45) / 60 ))
+  if [ "$left" -ge 1 ]; then
+    timeout $(( DEADLINE - SECONDS - 5 )) $B train-lm --config experiments/configs/ptb-small-lstm.json --backend wgpu \
+      --out runs/gpu/full-lstm --budget-minutes "$left" --quiet 2> "$LOGS/full-lstm.log"
+    echo "full run: exit $? after a budget of $left min" >> "$LOGS/full-lstm.log"
+    cp runs/gpu/full-lstm/metrics.json "$OUT/full-lstm-metrics.json" 2>/dev/null
+  fi
+fi
+
+python3 - "$ROWS" <<'PY'
 import json, sys
-rows = [json.loads(l) for l in open(sys.argv[1])]
-print("| cell | batch | ours (wgpu) tok/s | PyTorch (cuDNN) tok/s | ours / PyTorch |")
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+def get(system, name):
+    return next((r.get("tokens_per_s") for r in rows if r["system"] == system and r.get("name") == name), None)
+fmt = lambda x: "—" if x is None else f"{x:,.0f}"
+print("| model | batch | ours (wgpu) tok/s | PyTorch (cuDNN) tok/s | ours / PyTorch |")
 print("| --- | ---: | ---: | ---: | ---: |")
 for cell in ("lstm", "gru"):
     for batch in (20, 128):
-        get = lambda s: next(r["tokens_per_s"] for r in rows if r["system"] == s and r.get("cell") == cell and r.get("batch") == batch)
-        ours, torch = get("fastsoftmax"), get("pytorch")
-        print(f"| {cell} | {batch} | {ours:,.0f} | {torch:,.0f} | {ours / torch:.3f} |")
-for r in rows:
-    if r.get("model") == "bible-tiny":
-        print(f"\nbible-tiny translator, ours on wgpu: {r['target_tokens_per_s']:,.0f} target tokens/s of training")
+        ours, torch = get("fastsoftmax", f"ptb-{cell}-{batch}"), get("pytorch", f"ptb-{cell}-{batch}")
+        ratio = f"{ours / torch:.3f}" if ours and torch else "—"
+        print(f"| PTB-Small {cell} | {batch} | {fmt(ours)} | {fmt(torch)} | {ratio} |")
+print(f"| IME-size LSTM, sampled softmax | 80 | {fmt(get('fastsoftmax', 'ime-lstm-80'))} | — | — |")
+print(f"| bible-tiny translator (target tokens) | 64 | {fmt(get('fastsoftmax', 'bible-tiny'))} | — | — |")
 PY
