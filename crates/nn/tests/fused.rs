@@ -267,18 +267,22 @@ fn wgpu_windows_fall_back_where_shared_memory_is_short() {
     }
 }
 
-/// Without autodiff (validation, inference) the forward kernels run alone; wider layers and a
-/// larger vocabulary than a cube has threads, so every kernel strides.
+/// Without autodiff (validation, inference) the forward kernels run alone: layers wider than a
+/// cube has threads (1,024), so every kernel strides, and so narrow that the forward's product
+/// splits its rows (`WindowPlan::forward_splits` 2); a larger vocabulary than a cube has threads.
 #[cfg(feature = "wgpu")]
 #[test]
 fn wgpu_fused_ops_run_without_autodiff() {
     let device = fastsoftmax_nn::Backend::Wgpu.device().unwrap();
     device.seed(5);
-    for cell in [Cell::Lstm, Cell::Gru] {
+    for (cell, d_hidden) in [Cell::Lstm, Cell::Gru]
+        .into_iter()
+        .flat_map(|c| [(c, 350), (c, 4)])
+    {
         let model = LmConfig {
             cell,
             d_embed: 8,
-            d_hidden: 90, // more gate columns than threads: the kernels stride
+            d_hidden,
             n_layers: 1,
             dropout: 0.0,
             tied: false,
@@ -292,7 +296,7 @@ fn wgpu_fused_ops_run_without_autodiff() {
             values(model.loss_with(x(), x(), state, ops).0)
         };
         assert_close(
-            &format!("{cell:?} wgpu inference loss"),
+            &format!("{cell:?} {d_hidden} wgpu inference loss"),
             &loss(Ops::Fused),
             &loss(Ops::Composed),
         );

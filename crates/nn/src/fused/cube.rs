@@ -222,23 +222,65 @@ fn gru_backward_meta(
     )
 }
 
-/// Shared memory one cube of the window kernels holds for a `cell` layer `hidden` wide, the
-/// larger of forward and backward: LSTM `h, c` and four gates (`6·H` floats), GRU `dh`, the
-/// direct part and three gates (`5·H`).
-pub fn shared_bytes(cell: Cell, hidden: usize) -> usize {
-    let floats = match cell {
-        Cell::Lstm => 6 * hidden,
-        Cell::Gru => 5 * hidden,
-    };
-    floats * std::mem::size_of::<f32>()
+/// How the window kernels of one layer run: the threads of a cube, and how many slices the rows
+/// of each step's product split into so that every thread works (`cube_kernels::vec_mat`; the
+/// forward's product has `G·H` columns, the backward's `H`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WindowPlan {
+    pub threads: usize,
+    pub forward_splits: usize,
+    pub backward_splits: usize,
 }
 
-// ---- CubeBackend: launches --------------------------------------------------------------------
+impl WindowPlan {
+    /// The most threads a cube gets: enough for the `4·H` columns of PTB-Small (800).
+    const MAX_THREADS: usize = 1024;
 
-/// Threads per cube: enough for the gate columns of a small layer, capped by the device.
-fn cube_dim(t: &CubeTensor, columns: usize) -> CubeDim {
-    let max = t.client.properties().hardware.max_units_per_cube.min(256);
-    CubeDim::new_1d((columns.next_power_of_two() as u32).clamp(32, max.max(32)))
+    /// The plan for a `cell` layer `hidden` wide on a device with cubes of up to `max_units`.
+    pub fn new(cell: Cell, hidden: usize, max_units: usize) -> Self {
+        let columns = gate_count(cell) * hidden;
+        let cap = max_units.clamp(32, Self::MAX_THREADS);
+        let threads = columns.next_power_of_two().clamp(32, cap);
+        Self {
+            threads,
+            forward_splits: (threads / columns).max(1),
+            backward_splits: (threads / hidden.max(1)).max(1),
+        }
+    }
+
+    /// Shared memory the larger of the two kernels holds: the state and the product's partial
+    /// sums. LSTM forward `h, c` + `splits·4H`, backward `dc`, `dg` (`4H`) + `splits·H`; GRU
+    /// forward `h` + `splits·3H`, backward `direct`, `dg` (`3H`) + `splits·H`.
+    pub fn shared_bytes(&self, cell: Cell, hidden: usize) -> usize {
+        let g = gate_count(cell) * hidden;
+        let state = match cell {
+            Cell::Lstm => 2 * hidden,
+            Cell::Gru => hidden,
+        };
+        let forward = state + self.forward_splits * g;
+        let backward = hidden + g + self.backward_splits * hidden;
+        forward.max(backward) * std::mem::size_of::<f32>()
+    }
+
+    fn cube_dim(&self) -> CubeDim {
+        CubeDim::new_1d(self.threads as u32)
+    }
+}
+
+fn gate_count(cell: Cell) -> usize {
+    match cell {
+        Cell::Lstm => 4,
+        Cell::Gru => 3,
+    }
+}
+
+/// The plan of a `cell` layer `hidden` wide on `t`'s device.
+fn plan(t: &CubeTensor, cell: Cell, hidden: usize) -> WindowPlan {
+    WindowPlan::new(
+        cell,
+        hidden,
+        t.client.properties().hardware.max_units_per_cube as usize,
+    )
 }
 
 fn empty(like: &CubeTensor, dims: &[usize]) -> CubeTensor {
@@ -279,10 +321,11 @@ impl CubeKernels for CubeBackend {
         let cells = empty(&xp, &[b, t, h]);
         let hprev = empty(&xp, &[b, t, h]);
         let dtype = dtype_to_storage_type(xp.dtype);
+        let plan = plan(&xp, Cell::Lstm, h);
         k::lstm_forward_kernel::launch(
             &xp.client.clone(),
             CubeCount::Static(b as u32, 1, 1),
-            cube_dim(&xp, 4 * h),
+            plan.cube_dim(),
             xp.into_tensor_arg(),
             w_hh.into_tensor_arg(),
             b_hh.into_tensor_arg(),
@@ -294,6 +337,7 @@ impl CubeKernels for CubeBackend {
             hprev.clone().into_tensor_arg(),
             t as u32,
             h,
+            plan.forward_splits,
             dtype,
         );
         (out, gates, cells, hprev)
@@ -314,10 +358,11 @@ impl CubeKernels for CubeBackend {
         let dh0 = empty(&c0, &[b, h]);
         let dc0 = empty(&c0, &[b, h]);
         let dtype = dtype_to_storage_type(gates.dtype);
+        let plan = plan(&gates, Cell::Lstm, h);
         k::lstm_backward_kernel::launch(
             &gates.client.clone(),
             CubeCount::Static(b as u32, 1, 1),
-            cube_dim(&gates, 4 * h),
+            plan.cube_dim(),
             dout.into_tensor_arg(),
             gates.into_tensor_arg(),
             cells.into_tensor_arg(),
@@ -328,6 +373,7 @@ impl CubeKernels for CubeBackend {
             dc0.clone().into_tensor_arg(),
             t as u32,
             h,
+            plan.backward_splits,
             dtype,
         );
         // In an LSTM the pre-activation gradient is both xp's and h·W_hh + b_hh's.
@@ -349,10 +395,11 @@ impl CubeKernels for CubeBackend {
         let hn = empty(&xp, &[b, t, h]);
         let hprev = empty(&xp, &[b, t, h]);
         let dtype = dtype_to_storage_type(xp.dtype);
+        let plan = plan(&xp, Cell::Gru, h);
         k::gru_forward_kernel::launch(
             &xp.client.clone(),
             CubeCount::Static(b as u32, 1, 1),
-            cube_dim(&xp, 3 * h),
+            plan.cube_dim(),
             xp.into_tensor_arg(),
             w_hh.into_tensor_arg(),
             b_hh.into_tensor_arg(),
@@ -363,6 +410,7 @@ impl CubeKernels for CubeBackend {
             hprev.clone().into_tensor_arg(),
             t as u32,
             h,
+            plan.forward_splits,
             dtype,
         );
         (out, gates, hn, hprev)
@@ -382,10 +430,11 @@ impl CubeKernels for CubeBackend {
         let dhp = empty(&gates, &[b, t, 3 * h]);
         let dh0 = empty(&gates, &[b, h]);
         let dtype = dtype_to_storage_type(gates.dtype);
+        let plan = plan(&gates, Cell::Gru, h);
         k::gru_backward_kernel::launch(
             &gates.client.clone(),
             CubeCount::Static(b as u32, 1, 1),
-            cube_dim(&gates, 3 * h),
+            plan.cube_dim(),
             dout.into_tensor_arg(),
             gates.into_tensor_arg(),
             hn.into_tensor_arg(),
@@ -396,6 +445,7 @@ impl CubeKernels for CubeBackend {
             dh0.clone().into_tensor_arg(),
             t as u32,
             h,
+            plan.backward_splits,
             dtype,
         );
         let (dw, db) = weight_grads(hprev, dhp);
@@ -689,5 +739,38 @@ impl Backward<Cube, 3> for XentBackward {
         for (id, g) in [(h, dh), (w, dw), (b, db)] {
             register(grads, id, g);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plans_keep_every_thread_busy_within_the_device() {
+        // PTB-Small's LSTM: 800 gate columns on 1,024 threads; the backward's 200 columns take
+        // five slices of the 800 rows each.
+        let ptb = WindowPlan::new(Cell::Lstm, 200, 1024);
+        assert_eq!(
+            (ptb.threads, ptb.forward_splits, ptb.backward_splits),
+            (1024, 1, 5)
+        );
+        assert_eq!(ptb.shared_bytes(Cell::Lstm, 200), (200 + 800 + 5 * 200) * 4);
+        // A device with smaller cubes: the threads stride over the columns, nothing splits.
+        let small = WindowPlan::new(Cell::Gru, 200, 256);
+        assert_eq!(
+            (small.threads, small.forward_splits, small.backward_splits),
+            (256, 1, 1)
+        );
+        // A narrow layer: 32 threads (the floor) over 16 columns split the forward's rows too.
+        let narrow = WindowPlan::new(Cell::Lstm, 4, 1024);
+        assert_eq!(
+            (
+                narrow.threads,
+                narrow.forward_splits,
+                narrow.backward_splits
+            ),
+            (32, 2, 8)
+        );
     }
 }

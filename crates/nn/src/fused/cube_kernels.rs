@@ -4,8 +4,8 @@
 //! Why persistent: composed of burn ops, every time step is a dozen small kernels and the GPU
 //! spends the window waiting on launches (burn #4817). Here one cube (workgroup) carries one
 //! stream of the batch through all `T` steps: its state lives in shared memory, each step is the
-//! recurrent product (threads over the gate columns, reading `W_hh` coalesced) and the gate
-//! nonlinearities, separated by two barriers. The streams of a batch are independent, so the
+//! recurrent product ([`vec_mat`]: every thread busy, reads of `W_hh` coalesced, several in
+//! flight) and the gate nonlinearities, separated by two barriers. The streams of a batch are independent, so the
 //! cubes never wait for each other. The products that do not recur — the input projection of
 //! the window and the weight gradients — stay large matrix products in burn.
 //!
@@ -28,9 +28,86 @@ fn tanh<F: Float>(x: F) -> F {
     F::new(2.0) / (F::new(1.0) + F::exp(F::new(-2.0) * x)) - F::new(1.0)
 }
 
+/// `part[s·cols + q] = Σ_{k ∈ slice s} x[k] · m[k·cols + q]` for every column `q < cols` and
+/// slice `s < splits`: the product of a vector `x [rows]` in shared memory and a row-major
+/// `m [rows, cols]` in global memory, by all of the cube's threads; [`summed`] adds the slices.
+///
+/// Why this shape: a cube carries its stream alone, so a step's product is bound by the latency
+/// of its loads, not by arithmetic. With more threads than columns the rows split into `splits`
+/// slices so that no thread idles (an LSTM's backward has `H` columns for `4H` threads), and
+/// four accumulators keep four loads in flight per thread. Consecutive threads read consecutive
+/// columns, so a warp's loads are coalesced. Ends with a barrier.
+#[cube]
+fn vec_mat<F: Float>(
+    x: &Shared<[F]>,
+    m: &Tensor<F>,
+    part: &mut Shared<[F]>,
+    #[comptime] rows: usize,
+    #[comptime] cols: usize,
+    #[comptime] splits: usize,
+) {
+    let chunk = comptime!(rows.div_ceil(splits));
+    let items = comptime!(splits * cols);
+    let mut item = UNIT_POS_X as usize;
+    while item < items {
+        let q = item % cols;
+        let k0 = (item / cols) * chunk;
+        let mut k1 = k0 + chunk;
+        if k1 > rows {
+            k1 = rows;
+        }
+        let mut a0 = F::new(0.0);
+        let mut a1 = F::new(0.0);
+        let mut a2 = F::new(0.0);
+        let mut a3 = F::new(0.0);
+        let mut k = k0;
+        while k + 4 <= k1 {
+            a0 += x[k] * m[k * cols + q];
+            a1 += x[k + 1] * m[(k + 1) * cols + q];
+            a2 += x[k + 2] * m[(k + 2) * cols + q];
+            a3 += x[k + 3] * m[(k + 3) * cols + q];
+            k += 4;
+        }
+        while k < k1 {
+            a0 += x[k] * m[k * cols + q];
+            k += 1;
+        }
+        part[item] = (a0 + a1) + (a2 + a3);
+        item += CUBE_DIM_X as usize;
+    }
+    sync_cube();
+}
+
+/// Column `q` of a [`vec_mat`] product: its slices' partial sums added.
+#[cube]
+fn summed<F: Float>(
+    part: &Shared<[F]>,
+    q: usize,
+    #[comptime] cols: usize,
+    #[comptime] splits: usize,
+) -> F {
+    let mut acc = part[q];
+    #[unroll]
+    for s in 1..splits {
+        acc += part[s * cols + q];
+    }
+    acc
+}
+
+/// Zeroes `part`'s `n` values (the product of a step that does not exist: `dh_T = 0`).
+#[cube]
+fn zero<F: Float>(part: &mut Shared<[F]>, #[comptime] n: usize) {
+    let mut i = UNIT_POS_X as usize;
+    while i < n {
+        part[i] = F::new(0.0);
+        i += CUBE_DIM_X as usize;
+    }
+}
+
 /// LSTM forward over a window; cube `b` runs stream `b`. Writes `out [B, T+1, H]` (`h_1 … h_T`,
 /// then `c_T`) and the tape for the backward: `gates [B, T, 4H]` (i, f, g, o after their
 /// nonlinearities), `cells [B, T, H]` (`c_1 … c_T`), `hprev [B, T, H]` (`h_0 … h_{T−1}`).
+/// `splits`: see [`vec_mat`] (`4H` columns).
 #[cube(launch)]
 #[allow(clippy::too_many_arguments)]
 pub fn lstm_forward_kernel<F: Float>(
@@ -45,6 +122,7 @@ pub fn lstm_forward_kernel<F: Float>(
     hprev: &mut Tensor<F>,
     time: u32,
     #[comptime] hidden: usize,
+    #[comptime] splits: usize,
     #[define(F)] _dtype: ElemType,
 ) {
     let b = CUBE_POS_X as usize;
@@ -54,7 +132,7 @@ pub fn lstm_forward_kernel<F: Float>(
     let g4 = 4 * hidden;
     let mut h = Shared::<[F]>::new_slice(hidden);
     let mut c = Shared::<[F]>::new_slice(hidden);
-    let mut pre = Shared::<[F]>::new_slice(4 * hidden);
+    let mut part = Shared::<[F]>::new_slice(comptime!(splits * 4 * hidden));
 
     let mut j = tid;
     while j < hidden {
@@ -65,37 +143,34 @@ pub fn lstm_forward_kernel<F: Float>(
     sync_cube();
     for t in 0..t_len {
         let row = b * t_len + t;
-        // Pre-activations: xp + b_hh + h_{t−1} · W_hh, one gate column per thread.
-        let mut q = tid;
-        while q < g4 {
-            let mut acc = xp[row * g4 + q] + bias[q];
-            for k in 0..hidden {
-                acc += h[k] * w[k * g4 + q];
-            }
-            pre[q] = acc;
-            q += step;
-        }
+        let x = row * g4;
+        // h_{t−1} · W_hh, then the gates of xp + b_hh + that.
+        vec_mat::<F>(&h, w, &mut part, hidden, g4, splits);
         let mut j = tid;
         while j < hidden {
-            hprev[row * hidden + j] = h[j];
-            j += step;
-        }
-        sync_cube();
-        let mut j = tid;
-        while j < hidden {
-            let i = sigmoid::<F>(pre[j]);
-            let f = sigmoid::<F>(pre[hidden + j]);
-            let g = tanh::<F>(pre[2 * hidden + j]);
-            let o = sigmoid::<F>(pre[3 * hidden + j]);
+            let pi = xp[x + j] + bias[j] + summed::<F>(&part, j, g4, splits);
+            let pf =
+                xp[x + hidden + j] + bias[hidden + j] + summed::<F>(&part, hidden + j, g4, splits);
+            let pg = xp[x + 2 * hidden + j]
+                + bias[2 * hidden + j]
+                + summed::<F>(&part, 2 * hidden + j, g4, splits);
+            let po = xp[x + 3 * hidden + j]
+                + bias[3 * hidden + j]
+                + summed::<F>(&part, 3 * hidden + j, g4, splits);
+            let i = sigmoid::<F>(pi);
+            let f = sigmoid::<F>(pf);
+            let g = tanh::<F>(pg);
+            let o = sigmoid::<F>(po);
             let ct = f * c[j] + i * g;
             let ht = o * tanh::<F>(ct);
+            hprev[row * hidden + j] = h[j];
             c[j] = ct;
             h[j] = ht;
             out[(b * (t_len + 1) + t) * hidden + j] = ht;
-            gates[row * g4 + j] = i;
-            gates[row * g4 + hidden + j] = f;
-            gates[row * g4 + 2 * hidden + j] = g;
-            gates[row * g4 + 3 * hidden + j] = o;
+            gates[x + j] = i;
+            gates[x + hidden + j] = f;
+            gates[x + 2 * hidden + j] = g;
+            gates[x + 3 * hidden + j] = o;
             cells[row * hidden + j] = ct;
             j += step;
         }
@@ -111,6 +186,7 @@ pub fn lstm_forward_kernel<F: Float>(
 /// LSTM backward over a window, in reverse time; cube `b` runs stream `b`. `dout [B, T+1, H]`
 /// is the gradient of the forward's `out`. Writes `dxp [B, T, 4H]` (the gradient of the
 /// pre-activations, which is also `xp`'s and, summed, `b_hh`'s), `dh0`, `dc0 [B, H]`.
+/// `splits`: see [`vec_mat`] (`H` columns).
 #[cube(launch)]
 #[allow(clippy::too_many_arguments)]
 pub fn lstm_backward_kernel<F: Float>(
@@ -124,6 +200,7 @@ pub fn lstm_backward_kernel<F: Float>(
     dc0: &mut Tensor<F>,
     time: u32,
     #[comptime] hidden: usize,
+    #[comptime] splits: usize,
     #[define(F)] _dtype: ElemType,
 ) {
     let b = CUBE_POS_X as usize;
@@ -132,14 +209,15 @@ pub fn lstm_backward_kernel<F: Float>(
     let t_len = time as usize;
     let g4 = 4 * hidden;
     let one = F::new(1.0);
-    // dh: the recurrent part of dL/dh_t; dc: dL/dc_t; dg: this step's pre-activation gradient.
-    let mut dh = Shared::<[F]>::new_slice(hidden);
+    // dc: dL/dc_t; dg: this step's pre-activation gradient; part: the recurrent part of
+    // dL/dh_t, as the partial sums of dg_{t+1} · W_hhᵀ.
     let mut dc = Shared::<[F]>::new_slice(hidden);
     let mut dg = Shared::<[F]>::new_slice(4 * hidden);
+    let mut part = Shared::<[F]>::new_slice(comptime!(splits * hidden));
 
+    zero::<F>(&mut part, comptime!(splits * hidden));
     let mut j = tid;
     while j < hidden {
-        dh[j] = F::new(0.0);
         dc[j] = dout[(b * (t_len + 1) + t_len) * hidden + j];
         j += step;
     }
@@ -159,7 +237,8 @@ pub fn lstm_backward_kernel<F: Float>(
                 cp = cells[(row - 1) * hidden + j];
             }
             let tc = tanh::<F>(ct);
-            let dht = dout[(b * (t_len + 1) + t) * hidden + j] + dh[j];
+            let dht =
+                dout[(b * (t_len + 1) + t) * hidden + j] + summed::<F>(&part, j, hidden, splits);
             let dct = dc[j] + dht * o * (one - tc * tc);
             let di = dct * g * i * (one - i);
             let df = dct * cp * f * (one - f);
@@ -177,21 +256,12 @@ pub fn lstm_backward_kernel<F: Float>(
             j += step;
         }
         sync_cube();
-        // dL/dh_{t−1} through W_hh: one row of W_hh per thread, read from its transpose.
-        let mut k = tid;
-        while k < hidden {
-            let mut acc = F::new(0.0);
-            for q in 0..g4 {
-                acc += dg[q] * w_t[q * hidden + k];
-            }
-            dh[k] = acc;
-            k += step;
-        }
-        sync_cube();
+        // dL/dh_{t−1} through W_hh, read from its transpose.
+        vec_mat::<F>(&dg, w_t, &mut part, g4, hidden, splits);
     }
     let mut j = tid;
     while j < hidden {
-        dh0[b * hidden + j] = dh[j];
+        dh0[b * hidden + j] = summed::<F>(&part, j, hidden, splits);
         dc0[b * hidden + j] = dc[j];
         j += step;
     }
@@ -199,7 +269,8 @@ pub fn lstm_backward_kernel<F: Float>(
 
 /// GRU forward over a window; cube `b` runs stream `b`. Writes `out [B, T, H]` and the tape:
 /// `gates [B, T, 3H]` (r, z, n after their nonlinearities), `hn [B, T, H]` (`h·W_hn + b_hn`,
-/// which r multiplies), `hprev [B, T, H]` (`h_0 … h_{T−1}`).
+/// which r multiplies), `hprev [B, T, H]` (`h_0 … h_{T−1}`). `splits`: see [`vec_mat`] (`3H`
+/// columns).
 #[cube(launch)]
 #[allow(clippy::too_many_arguments)]
 pub fn gru_forward_kernel<F: Float>(
@@ -213,6 +284,7 @@ pub fn gru_forward_kernel<F: Float>(
     hprev: &mut Tensor<F>,
     time: u32,
     #[comptime] hidden: usize,
+    #[comptime] splits: usize,
     #[define(F)] _dtype: ElemType,
 ) {
     let b = CUBE_POS_X as usize;
@@ -221,7 +293,7 @@ pub fn gru_forward_kernel<F: Float>(
     let t_len = time as usize;
     let g3 = 3 * hidden;
     let mut h = Shared::<[F]>::new_slice(hidden);
-    let mut hp = Shared::<[F]>::new_slice(3 * hidden);
+    let mut part = Shared::<[F]>::new_slice(comptime!(splits * 3 * hidden));
 
     let mut j = tid;
     while j < hidden {
@@ -231,27 +303,21 @@ pub fn gru_forward_kernel<F: Float>(
     sync_cube();
     for t in 0..t_len {
         let row = b * t_len + t;
-        // h_{t−1} · W_hh + b_hh, one gate column per thread.
-        let mut q = tid;
-        while q < g3 {
-            let mut acc = bias[q];
-            for k in 0..hidden {
-                acc += h[k] * w[k * g3 + q];
-            }
-            hp[q] = acc;
-            q += step;
-        }
-        sync_cube();
+        let x = row * g3;
+        // h_{t−1} · W_hh, then the gates (b_hh added here: r multiplies the n part with it).
+        vec_mat::<F>(&h, w, &mut part, hidden, g3, splits);
         let mut j = tid;
         while j < hidden {
-            let x = row * g3;
-            let r = sigmoid::<F>(xp[x + j] + hp[j]);
-            let z = sigmoid::<F>(xp[x + hidden + j] + hp[hidden + j]);
-            let n = tanh::<F>(xp[x + 2 * hidden + j] + r * hp[2 * hidden + j]);
+            let hr = bias[j] + summed::<F>(&part, j, g3, splits);
+            let hz = bias[hidden + j] + summed::<F>(&part, hidden + j, g3, splits);
+            let hnn = bias[2 * hidden + j] + summed::<F>(&part, 2 * hidden + j, g3, splits);
+            let r = sigmoid::<F>(xp[x + j] + hr);
+            let z = sigmoid::<F>(xp[x + hidden + j] + hz);
+            let n = tanh::<F>(xp[x + 2 * hidden + j] + r * hnn);
             let hj = h[j];
             let ht = n + z * (hj - n);
             hprev[row * hidden + j] = hj;
-            hn[row * hidden + j] = hp[2 * hidden + j];
+            hn[row * hidden + j] = hnn;
             gates[x + j] = r;
             gates[x + hidden + j] = z;
             gates[x + 2 * hidden + j] = n;
@@ -265,7 +331,7 @@ pub fn gru_forward_kernel<F: Float>(
 
 /// GRU backward over a window, in reverse time; cube `b` runs stream `b`. Writes `dxp [B, T, 3H]`
 /// (the gradient of `xp`), `dhp [B, T, 3H]` (of `h·W_hh + b_hh`: the weight and bias gradients
-/// are products and sums of it), `dh0 [B, H]`.
+/// are products and sums of it), `dh0 [B, H]`. `splits`: see [`vec_mat`] (`H` columns).
 #[cube(launch)]
 #[allow(clippy::too_many_arguments)]
 pub fn gru_backward_kernel<F: Float>(
@@ -279,6 +345,7 @@ pub fn gru_backward_kernel<F: Float>(
     dh0: &mut Tensor<F>,
     time: u32,
     #[comptime] hidden: usize,
+    #[comptime] splits: usize,
     #[define(F)] _dtype: ElemType,
 ) {
     let b = CUBE_POS_X as usize;
@@ -287,16 +354,14 @@ pub fn gru_backward_kernel<F: Float>(
     let t_len = time as usize;
     let g3 = 3 * hidden;
     let one = F::new(1.0);
-    // dh: dL/dh_t from the later steps; direct: z·dL/dh_t, the part that skips W_hh.
-    let mut dh = Shared::<[F]>::new_slice(hidden);
+    // dL/dh_t from the later steps is direct + Σ part: direct = z·dL/dh_{t+1} skips W_hh, part
+    // holds the partial sums of dg_{t+1} · W_hhᵀ.
     let mut direct = Shared::<[F]>::new_slice(hidden);
     let mut dg = Shared::<[F]>::new_slice(3 * hidden);
+    let mut part = Shared::<[F]>::new_slice(comptime!(splits * hidden));
 
-    let mut j = tid;
-    while j < hidden {
-        dh[j] = F::new(0.0);
-        j += step;
-    }
+    zero::<F>(&mut part, comptime!(splits * hidden));
+    zero::<F>(&mut direct, hidden);
     sync_cube();
     for s in 0..t_len {
         let t = t_len - 1 - s;
@@ -307,7 +372,7 @@ pub fn gru_backward_kernel<F: Float>(
             let r = gates[x + j];
             let z = gates[x + hidden + j];
             let n = gates[x + 2 * hidden + j];
-            let dht = dout[row * hidden + j] + dh[j];
+            let dht = dout[row * hidden + j] + direct[j] + summed::<F>(&part, j, hidden, splits);
             let dn = dht * (one - z) * (one - n * n);
             let dz = dht * (hprev[row * hidden + j] - n) * z * (one - z);
             let dr = dn * hn[row * hidden + j] * r * (one - r);
@@ -324,20 +389,11 @@ pub fn gru_backward_kernel<F: Float>(
             j += step;
         }
         sync_cube();
-        let mut k = tid;
-        while k < hidden {
-            let mut acc = direct[k];
-            for q in 0..g3 {
-                acc += dg[q] * w_t[q * hidden + k];
-            }
-            dh[k] = acc;
-            k += step;
-        }
-        sync_cube();
+        vec_mat::<F>(&dg, w_t, &mut part, g3, hidden, splits);
     }
     let mut j = tid;
     while j < hidden {
-        dh0[b * hidden + j] = dh[j];
+        dh0[b * hidden + j] = direct[j] + summed::<F>(&part, j, hidden, splits);
         j += step;
     }
 }

@@ -64,14 +64,17 @@ pub fn available(device: &Device) -> bool {
 
 /// True when `device` runs the fused window of a `cell` layer `hidden` wide: always on flex; on
 /// a cubecl device when the persistent kernels' state fits its shared memory
-/// ([`cube::shared_bytes`]). A layer that does not fit runs the composition instead.
+/// ([`cube::WindowPlan::shared_bytes`]). A layer that does not fit runs the composition instead.
 pub fn window_fits(device: &Device, cell: Cell, hidden: usize) -> bool {
     match device.clone().inner().as_dispatch() {
         DispatchDevice::Flex(_) => true,
         #[cfg(feature = "wgpu")]
         DispatchDevice::Cube(cube) => {
-            cube::shared_bytes(cell, hidden)
-                <= cube.client().properties().hardware.max_shared_memory_size
+            let client = cube.client();
+            let hardware = &client.properties().hardware;
+            cube::WindowPlan::new(cell, hidden, hardware.max_units_per_cube as usize)
+                .shared_bytes(cell, hidden)
+                <= hardware.max_shared_memory_size
         }
         #[allow(unreachable_patterns)]
         _ => {
