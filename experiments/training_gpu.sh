@@ -21,6 +21,8 @@
 #   ./target/release/fastsoftmax data fetch bible      # data/bible (optional: the translator row)
 #   head -c 36000000 data/ja/train.txt | head -n -1 > gpu/ja-train.txt   # optional: the IME row
 #   B=gpu/fastsoftmax DEADLINE=540 bash experiments/training_gpu.sh [N1] [N2]   # needs torch with CUDA
+# BASE=gpu/fastsoftmax-OLD adds an earlier build's PTB rows (`-base`), for a before/after on one
+# card; CELLS and BATCHES narrow the PTB grid (default "lstm gru" and "20 128").
 # (Binaries and texts may travel xz-compressed as gpu/*.xz: they are unpacked first.)
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -89,6 +91,10 @@ for cell in ${CELLS:-lstm gru}; do
     cfg="runs/gpu/$cell-$batch.json"
     python3 -c "import json; c=json.load(open('experiments/configs/ptb-small-$cell.json')); c['train']['epochs']=1; c['train']['batch_size']=$batch; json.dump(c,open('$cfg','w'))"
     ours "ptb-$cell-$batch" lm "$cfg" --valid runs/gpu/eval.txt --test runs/gpu/eval.txt
+    # BASE: an earlier build, timed the same way on the same card (a before/after in one run).
+    if [ -n "${BASE:-}" ]; then
+      B=$BASE ours "ptb-$cell-$batch-base" lm "$cfg" --valid runs/gpu/eval.txt --test runs/gpu/eval.txt
+    fi
     timeout "$RUN_LIMIT" $PYTHON experiments/peers/train_lm_torch.py --config "$cfg" --device cuda --warmup "$N1" \
       --max-windows "$N2" --epochs 1 --no-valid --json 2> "$LOGS/torch-$cell-$batch.log" \
       | sed "s/^{/{\"system\": \"pytorch\", \"name\": \"ptb-$cell-$batch\", /" | tee -a "$ROWS"
@@ -127,13 +133,14 @@ rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 def get(system, name):
     return next((r.get("tokens_per_s") for r in rows if r["system"] == system and r.get("name") == name), None)
 fmt = lambda x: "—" if x is None else f"{x:,.0f}"
-print("| model | batch | ours (wgpu) tok/s | PyTorch (cuDNN) tok/s | ours / PyTorch |")
-print("| --- | ---: | ---: | ---: | ---: |")
+print("| model | batch | ours (wgpu) tok/s | BASE build tok/s | PyTorch (cuDNN) tok/s | ours / PyTorch |")
+print("| --- | ---: | ---: | ---: | ---: | ---: |")
 for cell in ("lstm", "gru"):
     for batch in (20, 128):
-        ours, torch = get("fastsoftmax", f"ptb-{cell}-{batch}"), get("pytorch", f"ptb-{cell}-{batch}")
+        name = f"ptb-{cell}-{batch}"
+        ours, base, torch = get("fastsoftmax", name), get("fastsoftmax", name + "-base"), get("pytorch", name)
         ratio = f"{ours / torch:.3f}" if ours and torch else "—"
-        print(f"| PTB-Small {cell} | {batch} | {fmt(ours)} | {fmt(torch)} | {ratio} |")
-print(f"| IME-size LSTM, sampled softmax | 80 | {fmt(get('fastsoftmax', 'ime-lstm-80'))} | — | — |")
-print(f"| bible-tiny translator (target tokens) | 64 | {fmt(get('fastsoftmax', 'bible-tiny'))} | — | — |")
+        print(f"| PTB-Small {cell} | {batch} | {fmt(ours)} | {fmt(base)} | {fmt(torch)} | {ratio} |")
+print(f"| IME-size LSTM, sampled softmax | 80 | {fmt(get('fastsoftmax', 'ime-lstm-80'))} | — | — | — |")
+print(f"| bible-tiny translator (target tokens) | 64 | {fmt(get('fastsoftmax', 'bible-tiny'))} | — | — | — |")
 PY
