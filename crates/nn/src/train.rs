@@ -64,7 +64,10 @@ pub struct EpochRecord {
     pub phases: Phases,
 }
 
-/// Seconds of an epoch's training spent in each phase of a window.
+/// Seconds of an epoch's training spent in each phase of a window, by the host's clock. On the
+/// CPU that is the phase's work; on a GPU the device runs queued work behind the host, so a
+/// phase holds whatever the host waited for there (an H200 run put "51 %" in the clip, which
+/// only enqueues a few sums): [`Phases::summary`] says so.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct Phases {
     /// Embedding, recurrent layers and loss, building the autodiff graph.
@@ -78,12 +81,14 @@ pub struct Phases {
 }
 
 impl Phases {
-    /// `forward 41% · backward 49% · clip 4% · step 6%`
-    pub fn summary(&self) -> String {
+    /// `forward 41% · backward 49% · clip 4% · step 6%`; on a device other than the CPU
+    /// (`on_cpu` false) prefixed `host waits:`, since the phases are then not the device's work.
+    pub fn summary(&self, on_cpu: bool) -> String {
         let total = self.forward_s + self.backward_s + self.clip_s + self.step_s;
         let pct = |x: f64| 100.0 * x / total.max(f64::MIN_POSITIVE);
         format!(
-            "forward {:.0}% · backward {:.0}% · clip {:.0}% · step {:.0}%",
+            "{}forward {:.0}% · backward {:.0}% · clip {:.0}% · step {:.0}%",
+            if on_cpu { "" } else { "host waits: " },
             pct(self.forward_s),
             pct(self.backward_s),
             pct(self.clip_s),
@@ -313,7 +318,7 @@ pub fn train(cfg: &ExperimentConfig, opts: &TrainOptions, device: &Device) -> Re
             record.valid_ppl,
             record.seconds,
             record.tokens_per_s,
-            phases.summary()
+            phases.summary(on_cpu)
         );
         eprintln!("{line}");
         append_line(&out("train.log"), &line)?;
@@ -711,6 +716,25 @@ mod tests {
     use super::*;
     use crate::config::LmConfig;
     use fastsoftmax_infer::model::artifact::Cell;
+
+    /// Off the CPU the phases are the host's waits, and the log line says so.
+    #[test]
+    fn phases_off_the_cpu_are_labelled_host_waits() {
+        let p = Phases {
+            forward_s: 1.0,
+            backward_s: 2.0,
+            clip_s: 0.5,
+            step_s: 0.5,
+        };
+        assert_eq!(
+            p.summary(true),
+            "forward 25% · backward 50% · clip 12% · step 12%"
+        );
+        assert_eq!(
+            p.summary(false),
+            "host waits: forward 25% · backward 50% · clip 12% · step 12%"
+        );
+    }
 
     /// The clipped step kept on the device (as on a GPU) moves every parameter as the host's
     /// scaled step of burn's SGD does, clipping or not.

@@ -766,7 +766,7 @@ fn train_network<M: NmtNetwork>(
             record.valid_bleu,
             record.seconds,
             record.tokens_per_s,
-            phases.summary()
+            phases.summary(crate::fused::on_cpu(device))
         );
         eprintln!("{line}");
         append_line(&out("train.log"), &line)?;
