@@ -227,6 +227,8 @@ fn gru_backward_meta(
 /// forward's product has `G·H` columns, the backward's `H`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct WindowPlan {
+    pub cell: Cell,
+    pub hidden: usize,
     pub threads: usize,
     pub forward_splits: usize,
     pub backward_splits: usize,
@@ -238,10 +240,12 @@ impl WindowPlan {
 
     /// The plan for a `cell` layer `hidden` wide on a device with cubes of up to `max_units`.
     pub fn new(cell: Cell, hidden: usize, max_units: usize) -> Self {
-        let columns = gate_count(cell) * hidden;
+        let columns = cell.gates() * hidden;
         let cap = max_units.clamp(32, Self::MAX_THREADS);
         let threads = columns.next_power_of_two().clamp(32, cap);
         Self {
+            cell,
+            hidden,
             threads,
             forward_splits: (threads / columns).max(1),
             backward_splits: (threads / hidden.max(1)).max(1),
@@ -251,8 +255,9 @@ impl WindowPlan {
     /// Shared memory the larger of the two kernels holds: the state and the product's partial
     /// sums. LSTM forward `h, c` + `splits·4H`, backward `dc`, `dg` (`4H`) + `splits·H`; GRU
     /// forward `h` + `splits·3H`, backward `direct`, `dg` (`3H`) + `splits·H`.
-    pub fn shared_bytes(&self, cell: Cell, hidden: usize) -> usize {
-        let g = gate_count(cell) * hidden;
+    pub fn shared_bytes(&self) -> usize {
+        let (cell, hidden) = (self.cell, self.hidden);
+        let g = cell.gates() * hidden;
         let state = match cell {
             Cell::Lstm => 2 * hidden,
             Cell::Gru => hidden,
@@ -264,13 +269,6 @@ impl WindowPlan {
 
     fn cube_dim(&self) -> CubeDim {
         CubeDim::new_1d(self.threads as u32)
-    }
-}
-
-fn gate_count(cell: Cell) -> usize {
-    match cell {
-        Cell::Lstm => 4,
-        Cell::Gru => 3,
     }
 }
 
@@ -755,7 +753,7 @@ mod tests {
             (ptb.threads, ptb.forward_splits, ptb.backward_splits),
             (1024, 1, 5)
         );
-        assert_eq!(ptb.shared_bytes(Cell::Lstm, 200), (200 + 800 + 5 * 200) * 4);
+        assert_eq!(ptb.shared_bytes(), (200 + 800 + 5 * 200) * 4);
         // A device with smaller cubes: the threads stride over the columns, nothing splits.
         let small = WindowPlan::new(Cell::Gru, 200, 256);
         assert_eq!(

@@ -72,8 +72,7 @@ pub fn window_fits(device: &Device, cell: Cell, hidden: usize) -> bool {
         DispatchDevice::Cube(cube) => {
             let client = cube.client();
             let hardware = &client.properties().hardware;
-            cube::WindowPlan::new(cell, hidden, hardware.max_units_per_cube as usize)
-                .shared_bytes(cell, hidden)
+            cube::WindowPlan::new(cell, hidden, hardware.max_units_per_cube as usize).shared_bytes()
                 <= hardware.max_shared_memory_size
         }
         #[allow(unreachable_patterns)]
