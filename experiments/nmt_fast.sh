@@ -27,7 +27,9 @@ T=data/bible/test
 HM=${HEADS_MODEL:-runs/bible-heads}
 [ -f "$HM/manifest.json" ] && cmp -s "$HM/model.safetensors" "$MODEL/model.safetensors" || {
   rm -rf "$HM"; mkdir -p "$(dirname "$HM")"; cp -r "$MODEL" "$HM"; }
-[ -d "$HM/heads/l2s" ] || $B train-head l2s --model "$HM" --config experiments/configs/l2s.json --max-contexts 300000 --quiet
+# The translator's L2S head trains without the budget term (γ 0, results/l2s-rounds.md): with it
+# every learned round lost to k-means on decoder contexts.
+[ -d "$HM/heads/l2s" ] || $B train-head l2s --model "$HM" --config experiments/configs/l2s-nmt.json --quiet
 [ -d "$HM/heads/ds" ] || $B train-head ds --model "$HM" --config experiments/configs/ds.json --max-contexts 300000 --quiet
 cp "$HM/heads/l2s/head.json" "$OUT/head-l2s.json"
 cp "$HM/heads/ds/head.json" "$OUT/head-ds.json"

@@ -7,7 +7,8 @@
 //! setup's) are listed as `quoted` with where they come from. Then no number with a decimal
 //! point or a unit (×, %, ms, µs, MB, words/s, tok/s, tokens/s) may be left in the README's
 //! prose outside the listed passages, so a new number cannot enter the README without a
-//! source. Fenced code (commands, captured output) and inline code (names) are not prose.
+//! source. Fenced code (commands, captured output) and inline code (names) are not prose, so
+//! a passage is matched in the prose with its inline code blanked: keep code out of its text.
 
 use std::path::PathBuf;
 

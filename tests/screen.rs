@@ -184,6 +184,20 @@ fn heads_that_cannot_serve_are_refused() {
     .unwrap();
     let screen = Screen::load(&engine, tmp.path(), "mine").unwrap();
     assert_eq!((screen.kind(), screen.n_routes()), ("l2s", 2));
+    assert_eq!(screen.trained_as(), None, "a head saved without a report");
+    // Which clusters are served, as the training report says: k-means kept, or learned.
+    for (best, says) in [
+        (0, "none of its 2 learned rounds raised validation P@k"),
+        (2, "learned by the Gumbel step (round 2 of 2)"),
+    ] {
+        let report = serde_json::json!({"report": {"best_round": best, "rounds": [{}, {}, {}]}});
+        head.save(&tmp.path().join("heads/mine"), &full, report, &[])
+            .unwrap();
+        let screen = Screen::load(&engine, tmp.path(), "mine").unwrap();
+        let how = screen.trained_as().unwrap_or_default();
+        assert!(how.contains(says), "{how}");
+    }
+    let screen = Screen::load(&engine, tmp.path(), "mine").unwrap();
     // A head and a vocabulary map at once: an error, not a silent choice.
     engine.set_screen(Some(screen));
     let map = VocabMap::parse("\t.\n")

@@ -349,6 +349,12 @@ fn run_l2s(a: L2sArgs) -> anyhow::Result<()> {
             |dir, t, extra| head.save(dir, &lm, t, extra),
         )?;
         let best = &report.rounds[report.best_round];
+        if report.best_round == 0 && cfg.rounds > 0 {
+            println!(
+                "note: none of the {} learned rounds raised validation P@{}, so {name} keeps round 0: its clusters are spherical k-means + the knapsack, not learned ones",
+                cfg.rounds, cfg.top_k
+            );
+        }
         println!(
             "saved {} · validation P@1 {:.4} P@{} {:.4} · {:.1} candidates per context + {} clusters = {:.1}× fewer dot products",
             out.display(),

@@ -132,6 +132,8 @@ struct Stats {
     vmap_scope: Option<VmapScope>,
     /// The screening head, if one was used.
     head: Option<String>,
+    /// How the head's routes were trained (an L2S head: learned clusters or k-means kept).
+    head_trained_as: Option<String>,
     /// Target words scored per decoder row (`V` without a map or head; a head's route
     /// vectors count as words).
     logits_per_row: f64,
@@ -199,15 +201,21 @@ fn translate(a: TranslateArgs) -> anyhow::Result<()> {
         }),
         _ => None,
     };
+    let mut head_trained_as = None;
     if let (Some(name), Engine::Rnn(engine)) = (&a.head, &mut engine) {
         let screen = Screen::load(engine, &a.model, name)
             .with_context(|| format!("loading the screening head {name:?}"))?;
         eprintln!(
-            "screening with {} head {name}: {} routes, {:.0} words per route on average",
+            "screening with {} head {name}: {} routes, {:.0} words per route on average{}",
             screen.kind(),
             screen.n_routes(),
-            screen.mean_set_len()
+            screen.mean_set_len(),
+            screen
+                .trained_as()
+                .map(|how| format!("; {how}"))
+                .unwrap_or_default()
         );
+        head_trained_as = screen.trained_as().map(str::to_string);
         engine.set_screen(Some(screen));
     }
     let input: Box<dyn BufRead> = match &a.input {
@@ -327,6 +335,7 @@ fn translate(a: TranslateArgs) -> anyhow::Result<()> {
         vmap_scope: vmap_used.as_ref().map(|_| scope),
         vmap: vmap_used,
         head: a.head.clone(),
+        head_trained_as,
         logits_per_row: profile.output_logits as f64 / profile.output_rows.max(1) as f64,
         profile,
     };

@@ -31,6 +31,9 @@ pub struct Screen {
     sets: Vec<Shortlist>,
     /// DS: logits are multiplied by the route's softmax weight.
     gated: bool,
+    /// How the routes were trained, when the head's manifest says
+    /// ([`fastsoftmax_infer::heads::HeadManifest::trained_as`]).
+    trained_as: Option<String>,
 }
 
 impl Screen {
@@ -57,6 +60,7 @@ impl Screen {
             routes: PackedMatrix::new(&head.cluster_vectors(), &vec![0.0; r], a, None),
             sets,
             gated: false,
+            trained_as: None,
         })
     }
 
@@ -83,6 +87,7 @@ impl Screen {
             routes: PackedMatrix::new(&gate, &gate_bias, a, None),
             sets,
             gated: true,
+            trained_as: None,
         })
     }
 
@@ -105,13 +110,23 @@ impl Screen {
             ))
         })?;
         let (m, t) = read_head(&dir, &full)?;
-        match m.kind.as_str() {
+        let screen = match m.kind.as_str() {
             "l2s" => Self::from_l2s(translator, &L2sHead::from_files(name, &m, &t, &full)?),
             "ds" => Self::from_ds(translator, &DsHead::from_files(name, &m, &t, &full)?),
             other => Err(Error::Invalid(format!(
                 "head {name:?} is a {other} head; beam search screens with l2s or ds heads (their routes give each row a set of words to normalise over)"
             ))),
-        }
+        }?;
+        Ok(Screen {
+            trained_as: m.trained_as(),
+            ..screen
+        })
+    }
+
+    /// How the routes were trained (an L2S head's clusters: learned, or k-means kept), when
+    /// the head's manifest records it.
+    pub fn trained_as(&self) -> Option<&str> {
+        self.trained_as.as_deref()
     }
 
     pub fn name(&self) -> &str {

@@ -76,6 +76,26 @@ impl HeadManifest {
             sha256: Digests::new(),
         }
     }
+
+    /// How an L2S head's clusters were made, from its training report: learned by the
+    /// Gumbel rounds, or spherical k-means + the knapsack when training kept round 0 (none of
+    /// its learned rounds raised validation P@k). `None` for other kinds and for heads saved
+    /// without a report.
+    pub fn trained_as(&self) -> Option<String> {
+        if self.kind != "l2s" {
+            return None;
+        }
+        let report = self.training.get("report")?;
+        let best = report.get("best_round")?.as_u64()?;
+        let learned = report.get("rounds")?.as_array()?.len().saturating_sub(1);
+        Some(match (best, learned) {
+            (0, 0) => "clusters from spherical k-means + the knapsack (no learned rounds)".into(),
+            (0, n) => format!(
+                "clusters from spherical k-means + the knapsack: none of its {n} learned rounds raised validation P@k, so training kept round 0"
+            ),
+            (b, n) => format!("clusters learned by the Gumbel step (round {b} of {n})"),
+        })
+    }
 }
 
 /// Hex fingerprint of an output layer.
