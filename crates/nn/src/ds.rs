@@ -20,10 +20,10 @@
 //!
 //! Mitosis (Algorithm 2): training starts with `start_experts`; after each stage every expert is
 //! cloned into two (rows and optimizer state copied, plus noise), pruning inherited, until there
-//! are `experts`. Where the paper draws a fresh random gate, we clone each gate row as `U_k ± ε`,
-//! with `ε` chosen so the twins divide their parent's contexts between the two 2-means centres
-//! of those contexts (`split = "kmeans"`; `"random"` uses Gaussian `ε`). The first gate is a
-//! k-means gate (`gate_init`).
+//! are `experts`. Where the paper draws a fresh random gate (`split = "fresh"`), we clone each
+//! gate row as `U_k ± ε`, with `ε` chosen so the twins divide their parent's contexts between
+//! the two 2-means centres of those contexts (`split = "kmeans"`; `"random"` uses Gaussian
+//! `ε`). The first gate is a k-means gate (`gate_init`).
 //!
 //! burn computes the loss and its gradients; parameters live in plain memory between steps and
 //! are updated by Adam with one second moment per row, so the lasso gradient `w/‖w‖` keeps its
@@ -77,9 +77,11 @@ pub struct DsConfig {
     /// must when the first stage has many experts, as in the synthetic check) or `"random"`
     /// (the paper: Gaussian with std `gate_noise`).
     pub gate_init: String,
-    /// How mitosis splits a gate row into twins `U_k ± ε`: `"kmeans"` (`ε` divides the
-    /// expert's contexts between their two 2-means centres; on PTB it beats `"random"` at every
-    /// stage) or `"random"` (Gaussian `ε`, std `gate_noise`).
+    /// How mitosis makes the gate of the doubled experts: twins `U_k ± ε` of each parent row,
+    /// with `"kmeans"` (`ε` divides the expert's contexts between their two 2-means centres; on
+    /// PTB it beats `"random"` at every stage) or `"random"` (Gaussian `ε`, std `gate_noise`);
+    /// or `"fresh"`, the paper's Algorithm 2: a new Gaussian gate (std `gate_noise`, Adam state
+    /// reset) that forgets which contexts each parent served.
     pub split: String,
     /// Std of the random gate, and of the antithetic noise that splits a cloned gate row.
     pub gate_noise: f64,
@@ -160,12 +162,17 @@ impl DsConfig {
         if self.batch_size == 0 {
             return bad("batch_size must be ≥ 1".into());
         }
-        for (field, value) in [("gate_init", &self.gate_init), ("split", &self.split)] {
-            if !matches!(value.as_str(), "kmeans" | "random") {
-                return bad(format!(
-                    "{field} {value:?} is unknown; use \"kmeans\" or \"random\""
-                ));
-            }
+        if !matches!(self.gate_init.as_str(), "kmeans" | "random") {
+            return bad(format!(
+                "gate_init {:?} is unknown; use \"kmeans\" or \"random\"",
+                self.gate_init
+            ));
+        }
+        if !matches!(self.split.as_str(), "kmeans" | "random" | "fresh") {
+            return bad(format!(
+                "split {:?} is unknown; use \"kmeans\", \"random\" or \"fresh\"",
+                self.split
+            ));
         }
         Ok(())
     }
@@ -483,6 +490,13 @@ impl DsState {
         self.gate = gate;
     }
 
+    /// A new Gaussian gate (std `gate_noise`) for the current experts, with fresh Adam state.
+    pub fn redraw_gate(&mut self, gate_noise: f64, rng: &mut StdRng) {
+        let width = self.gate.width;
+        let zeros = vec![0.0; self.n_experts() * width];
+        self.gate = Rows::new(jitter(&zeros, gate_noise, rng), width);
+    }
+
     /// For each expert, `ε = [c1 − c2, −(‖c1‖² − ‖c2‖²)/2]` from the 2-means centres of (up to
     /// 2,000 of) its contexts, so that `(U + ε)·[h, 1] > (U − ε)·[h, 1]` exactly when `h` is
     /// nearer `c1`. `None` for an expert with fewer than 2 contexts.
@@ -512,6 +526,16 @@ impl DsState {
                 Some(e)
             })
             .collect()
+    }
+}
+
+/// One mitosis step as `cfg.split` says: every expert cloned into twins, and the gate split
+/// around its parent rows, or drawn afresh (`"fresh"`, the paper's Algorithm 2).
+fn mitosis(state: &mut DsState, cfg: &DsConfig, train: &Contexts, rng: &mut StdRng) {
+    let data = (cfg.split == "kmeans").then_some(train);
+    state.split(cfg.noise, cfg.gate_noise, data, rng);
+    if cfg.split == "fresh" {
+        state.redraw_gate(cfg.gate_noise, rng);
     }
 }
 
@@ -860,8 +884,7 @@ pub fn train_ds(
             stages.drain(..=pos);
             let mut s = DsState::from_head(head);
             if !stages.is_empty() {
-                let data = (cfg.split == "kmeans").then_some(train);
-                s.split(cfg.noise, cfg.gate_noise, data, &mut rng);
+                mitosis(&mut s, cfg, train, &mut rng);
             }
             s
         }
@@ -959,8 +982,7 @@ pub fn train_ds(
         on_stage(&head, &rec)?;
         records.push(rec);
         if si < last_stage {
-            let data = (cfg.split == "kmeans").then_some(train);
-            state.split(cfg.noise, cfg.gate_noise, data, &mut rng);
+            mitosis(&mut state, cfg, train, &mut rng);
             memory.push(MemoryPoint {
                 step,
                 experts: state.n_experts(),
@@ -1188,18 +1210,57 @@ mod tests {
         let mut s = DsState::from_full(&full, 2, 0.0, 0.3, 1);
         s.experts[1].ids.truncate(3);
         s.experts[1].rows.retain(&[true, true, true, false, false]);
+        let parents = s.gate.clone();
         let mut rng = StdRng::seed_from_u64(3);
         s.split(0.0, 0.2, None, &mut rng);
         assert_eq!(s.n_experts(), 4);
         assert_eq!(s.expert_sizes(), vec![5, 5, 3, 3], "pruning is inherited");
         assert_eq!(s.total_rows(), 16);
         let g = &s.gate;
-        for j in 0..5 {
-            // Antithetic: the twins average to the parent.
-            let mid = (g.row(0)[j] + g.row(1)[j]) / 2.0;
-            assert!((mid - (g.row(0)[j] - (g.row(0)[j] - g.row(1)[j]) / 2.0)).abs() < 1e-6);
-            assert_ne!(g.row(0)[j], g.row(1)[j]);
+        for k in 0..2 {
+            for j in 0..5 {
+                // Antithetic: the twins differ and average to their parent.
+                let (a, b) = (g.row(2 * k)[j], g.row(2 * k + 1)[j]);
+                assert!(((a + b) / 2.0 - parents.row(k)[j]).abs() < 1e-6);
+                assert_ne!(a, b);
+            }
         }
+    }
+
+    #[test]
+    fn the_papers_mitosis_draws_a_fresh_gate() {
+        let full = fixture(5, 4);
+        let train = contexts(&full, 64, 3);
+        let cfg = DsConfig {
+            split: "fresh".into(),
+            gate_noise: 0.3,
+            ..DsConfig::default()
+        };
+        cfg.validate().unwrap();
+        let mut s = DsState::from_full(&full, 2, 0.0, 0.3, 1);
+        s.gate.m.fill(1.0);
+        s.gate.v.fill(1.0);
+        let parents = s.gate.clone();
+        mitosis(&mut s, &cfg, &train, &mut StdRng::seed_from_u64(3));
+        assert_eq!((s.n_experts(), s.gate.len()), (4, 4));
+        let g = &s.gate;
+        let twin_mean_gap: f32 = (0..5)
+            .map(|j| ((g.row(0)[j] + g.row(1)[j]) / 2.0 - parents.row(0)[j]).abs())
+            .sum();
+        assert!(
+            twin_mean_gap > 1e-3,
+            "a fresh gate is not split around its parent"
+        );
+        assert!(
+            g.m.iter().chain(&g.v).all(|&x| x == 0.0),
+            "Adam state reset"
+        );
+        let bad = DsConfig {
+            split: "clone".into(),
+            ..DsConfig::default()
+        };
+        let err = bad.validate().unwrap_err().to_string();
+        assert!(err.contains("\"fresh\""), "{err}");
     }
 
     #[test]
