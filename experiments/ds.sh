@@ -32,21 +32,25 @@ $B train-head ds --model "$M" --config experiments/configs/ds-final.json --resum
 # 3. DS-64*: the same last stage without the at-least-one-copy constraint.
 $B train-head ds --model "$M" --config experiments/configs/ds-final.json --resume-from ds-32 \
     --lambda 3e-5 --allow-lost-words --name ds-star --quiet 2> "$OUT/train-ds64-star.log"
-# 4. Ablation: the paper's random gate and random splits, same schedule otherwise.
+# 4. The same last stage at λ = 5e-5, between ds-fast's 1e-4 and the shipped 3e-5.
+$B train-head ds --model "$M" --config experiments/configs/ds-final.json --resume-from ds-32 \
+    --lambda 5e-5 --name ds-l5e-5 --quiet 2> "$OUT/train-ds64-l5e-5.log"
+# 5. Ablation: a random first gate and Gaussian twin splits (U ± ε), same schedule otherwise.
 $B train-head ds --model "$M" --config experiments/configs/ds-random.json --name ds-random --quiet \
     2> "$OUT/train-ds64-random.log"
 
-# 5. Test set: accuracy against the next word, P@k against the full softmax, speed (one run).
-$B bench --model "$M" --text data/ptb/ptb.test.txt --heads full,ds-8,ds,ds-star,ds-fast,ds-random \
-    --max-contexts 100000 --repeats 5 --json > "$OUT/bench.jsonl"
+# 6. Test set: accuracy against the next word, P@k against the full softmax, speed (one run,
+#    the results file's table).
 $B bench --model "$M" --text data/ptb/ptb.test.txt \
-    --heads full,ds-2,ds-4,ds-8,ds-16,ds-32,ds,ds-star,ds-fast,ds-random \
-    --max-contexts 100000 --repeats 5 --markdown > "$OUT/bench.md"
+    --heads full,ds-2,ds-4,ds-8,ds-16,ds-32,ds,ds-star,ds-fast,ds-l5e-5,ds-random \
+    --max-contexts 100000 --repeats 5 --json > "$OUT/bench.jsonl"
 
-# 6. Figures D.1 (from the mitosis run) and C.1 (the shipped head).
-$B ds-figures --model "$M" --head ds-fast --out "$OUT/fast"
+# 7. Figures D.1 (memory, from the mitosis run) and C.1 (redundancy of the shipped head). The
+#    shipped head's own memory curve covers only its resumed last stage, so it is not kept.
+$B ds-figures --model "$M" --head ds-fast --out "$OUT/mitosis"
 $B ds-figures --model "$M" --head ds --out "$OUT"
+rm -f "$OUT/memory.png"
 
-# 7. Appendix A.
+# 8. Appendix A.
 $B synthetic --supers 10 --subs 10 --out "$OUT/synthetic-10x10" 2> "$OUT/synthetic-10x10.log"
 $B synthetic --supers 100 --subs 100 --config experiments/configs/ds-synthetic-100.json --out "$OUT/synthetic-100x100" 2> "$OUT/synthetic-100x100.log"

@@ -51,7 +51,7 @@ done
 rm -f "$OUT/stats.json"
 # Greedy parity: the engine's ids against PyTorch's on our exported weights.
 $B translate --model "$MODEL" --input data/bible/test.en --beam 1 --json 2>/dev/null > "$OUT/ours.beam1.jsonl"
-$PYTHON - "$OUT" <<'PY'
+$PYTHON - "$OUT" <<'PY' | tee "$OUT/summary.txt"
 import json, sys, statistics, collections
 out = sys.argv[1]
 ours = [json.loads(l)["translations"][0]["ids"] for l in open(f"{out}/ours.beam1.jsonl")]

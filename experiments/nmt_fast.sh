@@ -29,7 +29,11 @@ HM=${HEADS_MODEL:-runs/bible-heads}
   rm -rf "$HM"; mkdir -p "$(dirname "$HM")"; cp -r "$MODEL" "$HM"; }
 # The translator's L2S head trains without the budget term (γ 0, results/l2s-rounds.md): with it
 # every learned round lost to k-means on decoder contexts.
-[ -d "$HM/heads/l2s" ] || $B train-head l2s --model "$HM" --config experiments/configs/l2s-nmt.json --quiet
+# A copied or earlier L2S head is kept only if it was trained with that config.
+python3 -c 'import json, sys; a, b = (json.load(open(f)) for f in sys.argv[1:]); sys.exit(a != b)' \
+  "$HM/heads/l2s/config.json" experiments/configs/l2s-nmt.json 2>/dev/null || {
+  rm -rf "$HM/heads/l2s"
+  $B train-head l2s --model "$HM" --config experiments/configs/l2s-nmt.json --name l2s --quiet; }
 [ -d "$HM/heads/ds" ] || $B train-head ds --model "$HM" --config experiments/configs/ds.json --max-contexts 300000 --quiet
 cp "$HM/heads/l2s/head.json" "$OUT/head-l2s.json"
 cp "$HM/heads/ds/head.json" "$OUT/head-ds.json"

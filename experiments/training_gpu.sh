@@ -6,8 +6,9 @@
 #   3. the tiny translator (bible-tiny), ours alone;
 #   4. the full PTB-Small LSTM recipe on the GPU, for its perplexity against the CPU's
 #      (assets/models/ptb-small-lstm/metrics.json), within what is left of DEADLINE.
-# Raw rows go to $OUT/rows.jsonl (one per line, written as they come, so a run cut short keeps
-# what it measured); experiments/results/training-gpu.md discusses them.
+# Raw rows go to $OUT/rows-$TAG.jsonl (one per line, written as they come, so a run cut short
+# keeps what it measured; TAG names the card, default "gpu"), the full run's metrics to
+# $OUT/full-lstm-$TAG.json; experiments/results/training-gpu.md discusses them.
 #
 # Ours is timed as a difference of two runs (N1 and N2 windows of the first epoch), so the
 # kernels' compilation and autotuning in the first windows are not counted; PyTorch skips its
@@ -31,6 +32,7 @@ N2=${2:-200}
 B=${B:-./target/release/fastsoftmax}
 PYTHON=${PYTHON:-python3}
 OUT=${OUT:-experiments/results/training-gpu}
+TAG=${TAG:-gpu}                  # the card, in the output names: rows-h200.jsonl
 DEADLINE=${DEADLINE:-0}          # seconds this script may take (0: no full run)
 RUN_LIMIT=${RUN_LIMIT:-150}      # seconds one speed run may take before it is abandoned
 mkdir -p "$OUT" runs/gpu
@@ -49,7 +51,7 @@ nvidia_icd=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
 [ -f "$nvidia_icd" ] && export VK_DRIVER_FILES="$nvidia_icd"
 { nvidia-smi -L; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; nproc; $PYTHON -c "import torch; print('torch', torch.__version__, 'cudnn', torch.backends.cudnn.version())"; } > "$LOGS/machine.txt" 2>&1
 
-ROWS="$OUT/rows.jsonl"
+ROWS="$OUT/rows-$TAG.jsonl"
 : > "$ROWS"
 row() { echo "$1" >> "$ROWS"; echo "$1"; }
 
@@ -123,7 +125,7 @@ if [ "$DEADLINE" -gt 0 ]; then
     timeout $(( DEADLINE - SECONDS - 5 )) $B train-lm --config experiments/configs/ptb-small-lstm.json --backend wgpu \
       --out runs/gpu/full-lstm --budget-minutes "$left" --quiet 2> "$LOGS/full-lstm.log"
     echo "full run: exit $? after a budget of $left min" >> "$LOGS/full-lstm.log"
-    cp runs/gpu/full-lstm/metrics.json "$OUT/full-lstm-metrics.json" 2>/dev/null
+    cp runs/gpu/full-lstm/metrics.json "$OUT/full-lstm-$TAG.json" 2>/dev/null
   fi
 fi
 

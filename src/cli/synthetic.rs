@@ -20,7 +20,7 @@ pub struct SyntheticArgs {
     /// Experts of the DS layer [default: one per super class].
     #[arg(long)]
     experts: Option<usize>,
-    /// JSON with any of the DS hyper-parameters (see experiments/configs/ds-synthetic.json).
+    /// JSON with any of the DS hyper-parameters (see experiments/configs/ds-synthetic-100.json).
     #[arg(long)]
     config: Option<PathBuf>,
     /// Output path without extension: STEM.png (expert × sub-class map) and STEM.json.
