@@ -36,6 +36,17 @@ train candidates-pf --config $C/candidates.json --fill frequent
 # shape on the paper's permuted random-frequent lists.
 train candidates-paper-ta --config $C/candidates-paper.json --teacher candidates-full
 train candidates-permuted --config $C/candidates.json --fill frequent --permute
+# Fewer context words at a higher rank, at about the same multiply-adds (n·r ≈ 150): the
+# validation sweep of results/candidates.md (its logs train-sweep-*.log); n = 3, r = 50 is
+# also benched.
+sweep() { # LOG NAME ARGS…
+  local log=$1 name=$2
+  shift 2
+  $B train-head candidates --model "$M" --name "$name" "$@" 2> "$OUT/train-sweep-$log.log"
+}
+sweep n3-r50 candidates-n3-r50 --config $C/candidates-n3-r50.json
+sweep n4-r40 sweep-n4-r40 --config $C/candidates-n4-r40.json
+sweep n8-r20-pf sweep-n8-r20-pf --config $C/candidates-n8-r20.json --fill frequent
 # Table 3: P, P + random and P + frequent training lists (the paper's setup: n = 15, r = 10,
 # permuted lists, no teacher), each scored on validation lists built the P and the PF way.
 for l in p pr pf; do
@@ -48,5 +59,5 @@ for h in "$M"/heads/*-trigram; do
 done
 rm -rf "$M/heads/trigram" && mv "$M/heads/candidates-trigram" "$M/heads/trigram"
 $B bench --model "$M" --text data/ptb/ptb.test.txt --max-contexts 100000 --repeats 5 --json \
-  --heads full,trigram,candidates,candidates-paper,candidates-full,candidates-ta,candidates-pf \
+  --heads full,trigram,candidates,candidates-ta,candidates-n3-r50,candidates-paper,candidates-full,candidates-pf \
   > "$OUT/bench.jsonl" 2> "$OUT/bench.log"
