@@ -39,11 +39,18 @@ $B train-head ds --model "$M" --config experiments/configs/ds-final.json --resum
 $B train-head ds --model "$M" --config experiments/configs/ds-random.json --name ds-random --quiet \
     2> "$OUT/train-ds64-random.log"
 
+# 5b. The paper's Algorithm 2: a random first gate and a fresh random gate at every mitosis.
+$B train-head ds --model "$M" --config experiments/configs/ds-paper.json --name ds-paper --quiet \
+    2> "$OUT/train-ds64-paper.log"
+
 # 6. Test set: accuracy against the next word, P@k against the full softmax, speed (one run,
 #    the results file's table).
 $B bench --model "$M" --text data/ptb/ptb.test.txt \
     --heads full,ds-2,ds-4,ds-8,ds-16,ds-32,ds,ds-star,ds-fast,ds-l5e-5,ds-random \
     --max-contexts 100000 --repeats 5 --json > "$OUT/bench.jsonl"
+# The paper's gate, benched later on its own (accuracy and FLOPs; its times are not comparable).
+$B bench --model "$M" --text data/ptb/ptb.test.txt --heads full,ds-paper --max-contexts 100000 \
+    --repeats 1 --json > "$OUT/bench-paper.jsonl"
 
 # 7. Figures D.1 (memory, from the mitosis run) and C.1 (redundancy of the shipped head). The
 #    shipped head's own memory curve covers only its resumed last stage, so it is not kept.
