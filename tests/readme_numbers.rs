@@ -158,6 +158,7 @@ fn prose(readme: &str) -> String {
 
 /// The numbers in `text` that read as results: with a decimal point or a unit after them.
 fn quoted_numbers(text: &str) -> Vec<String> {
+    // " tok" covers tok/s and tokens/s.
     const UNITS: [&str; 8] = ["×", "%", " %", " ms", " µs", " MB", " words/s", " tok"];
     let chars: Vec<char> = text.chars().collect();
     let mut found = Vec::new();
@@ -178,7 +179,7 @@ fn quoted_numbers(text: &str) -> Vec<String> {
         }
         let num: String = chars[i..j].iter().collect();
         let rest: String = chars[j..chars.len().min(j + 9)].iter().collect();
-        let unit = UNITS.iter().any(|u| rest.starts_with(u)) || rest.starts_with(" tokens/s");
+        let unit = UNITS.iter().any(|u| rest.starts_with(u));
         let word_follows = chars.get(j).is_some_and(|c| c.is_alphanumeric());
         if (num.contains('.') || unit) && !word_follows {
             let line = text[..text.char_indices().nth(i).map_or(0, |(b, _)| b)]

@@ -205,17 +205,17 @@ fn translate(a: TranslateArgs) -> anyhow::Result<()> {
     if let (Some(name), Engine::Rnn(engine)) = (&a.head, &mut engine) {
         let screen = Screen::load(engine, &a.model, name)
             .with_context(|| format!("loading the screening head {name:?}"))?;
+        head_trained_as = screen.trained_as().map(str::to_string);
         eprintln!(
             "screening with {} head {name}: {} routes, {:.0} words per route on average{}",
             screen.kind(),
             screen.n_routes(),
             screen.mean_set_len(),
-            screen
-                .trained_as()
+            head_trained_as
+                .as_deref()
                 .map(|how| format!("; {how}"))
                 .unwrap_or_default()
         );
-        head_trained_as = screen.trained_as().map(str::to_string);
         engine.set_screen(Some(screen));
     }
     let input: Box<dyn BufRead> = match &a.input {
