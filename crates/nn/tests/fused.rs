@@ -1,12 +1,13 @@
 //! The fused ops against the plain burn composition: same loss, same final state, and the same
 //! gradient of every parameter and of the initial state, within 1e-4 — for LSTM, GRU and tied
-//! output layers, on seeded fixtures.
+//! output layers, on seeded fixtures; and the translator's gradients at a training shape's widths.
 
 use burn::module::{Module, ModuleVisitor, Param};
 use burn::tensor::{Device, Tensor};
 use fastsoftmax_infer::kernels::seeded_values;
 use fastsoftmax_infer::model::artifact::Cell;
 use fastsoftmax_nn::lm::{ids_tensor, LmState, Ops};
+use fastsoftmax_nn::seq2seq::{NmtBatch, NmtConfig};
 use fastsoftmax_nn::LmConfig;
 
 const TOL: f32 = 1e-4;
@@ -153,6 +154,56 @@ fn fused_tied_output_matches_composition() {
 fn fused_self_normalisation_matches_composition() {
     check(Cell::Lstm, true, 0.1);
     check(Cell::Gru, false, 0.5);
+}
+
+/// The translator's encoder runs the fused windows at a tiny student's widths (256-wide
+/// directions, so the kernels' blocking is the one training uses): every parameter's gradient
+/// matches the composition's within 1e-4 of its norm.
+#[test]
+fn fused_translator_gradients_match_composition() {
+    for cell in [Cell::Gru, Cell::Lstm] {
+        let device = Device::flex().autodiff();
+        device.seed(5);
+        let config = NmtConfig {
+            cell,
+            d_embed: 32,
+            d_hidden: 512,
+            enc_layers: 2,
+            dec_layers: 1,
+            dropout: 0.0,
+            tied: true,
+            init_range: 0.1,
+        };
+        let model = config.init(50, 60, &device);
+        let pairs: Vec<(Vec<u32>, Vec<u32>)> = (0..9u32)
+            .map(|i| {
+                let s = (0..6).map(|j| (i * 3 + j * 7) % 49).chain([49]).collect();
+                let t = (0..i % 4 + 2).map(|j| (2 * i + j * 5) % 59).chain([59]);
+                (s, t.collect())
+            })
+            .collect();
+        let refs: Vec<(&[u32], &[u32])> = pairs.iter().map(|(s, t)| (&s[..], &t[..])).collect();
+        let batch = NmtBatch::new(&refs, 59);
+        let run = |ops| {
+            let grads = model.loss(&batch, ops, None).backward();
+            param_grads(
+                &model,
+                &burn::optim::GradientsParams::from_grads(grads, &model),
+            )
+        };
+        let (fused, composed) = (run(Ops::Fused), run(Ops::Composed));
+        assert_eq!(fused.len(), composed.len());
+        for (i, (f, c)) in fused.iter().zip(&composed).enumerate() {
+            let norm = c.iter().map(|x| x * x).sum::<f32>().sqrt();
+            let diff = f.iter().zip(c).map(|(x, y)| (x - y).powi(2)).sum::<f32>();
+            assert!(norm > 0.0, "{cell:?} parameter {i}: zero gradient");
+            assert!(
+                diff.sqrt() <= 1e-4 * norm,
+                "{cell:?} parameter {i}: fused and composed gradients differ by {} (norm {norm})",
+                diff.sqrt()
+            );
+        }
+    }
 }
 
 #[test]
