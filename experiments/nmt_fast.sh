@@ -6,7 +6,8 @@
 #   file size, output-layer time, BLEU (beam 5, batch 16);
 # - Table 3: f32 full softmax, int8 and int16 (`quantize`), the map (per-sentence and per-batch
 #   shortlists) and each precision with the map, beam 1 and 5, decode time and BLEU;
-# - Figure 3: words/s against the batch size at beam 5, with and without the map;
+# - Figure 3: words/s against the batch size at beam 5 and against the beam at batch 16, with
+#   and without the map;
 # - L2S and DS-Softmax heads in the beam (trained on the decoder's contexts by `train-head`
 #   into a copy of the model under runs/ when missing: DS takes ~20 min on 2 cores).
 # Raw rows go to experiments/results/nmt-fast/; experiments/results/nmt-fast.md discusses them.
@@ -43,15 +44,18 @@ INT16=$OUT/int16-model
 $B quantize --model "$HM" --out "$INT8" >/dev/null  # carries the heads over
 $B quantize --model "$MODEL" --to int16 --out "$INT16" >/dev/null
 
-# Table 1's maps, all from one alignment of the training split; BEST serves Table 3 and the
-# batch figure (the fastest map of Table 1 that keeps BLEU, see results/nmt-fast.md).
-MAPS="n1-f2-N20 n2-f2-N10 n2-f2-N20 n2-f1-N20 n2-f2-N50 n3-f2-N20"
+# Table 1's maps, all from one alignment of the training split: nX maps count the target words
+# linked to an X-gram's words, pX maps the target phrases aligned to it (the paper's phrase
+# table). BEST serves Table 3 and the figures (the fastest map of Table 1 that keeps BLEU, see
+# results/nmt-fast.md).
+MAPS="n1-f2-N20 n2-f2-N10 n2-f2-N20 n2-f1-N20 n2-f2-N50 n3-f2-N20 p1-f2-N20 p2-f2-N20 p2-f2-N50 p3-f1-N20"
 BEST=${BEST:-n2-f2-N10}
 [ -f "$OUT/train.links" ] || $B build-vmap --out "$OUT/$BEST.vmap" --links-out "$OUT/train.links" >/dev/null
 : > "$OUT/maps.jsonl"
 for m in $MAPS; do
   IFS=- read -r n f N <<< "$m"
-  $B build-vmap --links "$OUT/train.links" --out "$OUT/$m.vmap" --max-ngram "${n#n}" \
+  unit=words; [ "${n:0:1}" = p ] && unit=phrases
+  $B build-vmap --links "$OUT/train.links" --out "$OUT/$m.vmap" --max-ngram "${n:1}" --unit $unit \
     --min-freq "${f#f}" --per-ngram "${N#N}" --json | python3 -c "import json,sys; r=json.load(sys.stdin); r['map']='$m'; print(json.dumps(r))" >> "$OUT/maps.jsonl"
 done
 
@@ -83,6 +87,12 @@ for round in $(seq "$ROUNDS"); do
   done
   for m in $MAPS; do
     [ "$m" = "$BEST" ] || run "table1 $m" "$round" 5 16 --vmap "$OUT/$m.vmap"
+  done
+  # Figure 3's other beams (batch 16).
+  for beam in 2 3 4; do
+    run f32 "$round" $beam 16
+    run vmap "$round" $beam 16 --vmap "$OUT/$BEST.vmap"
+    MODEL=$INT8 run int8+vmap "$round" $beam 16 --vmap "$OUT/$BEST.vmap"
   done
   for batch in 1 4 64; do
     run f32 "$round" 5 $batch

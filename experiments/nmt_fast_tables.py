@@ -32,16 +32,16 @@ print(f"Medians of {rounds} interleaved rounds; John, 879 verses, 1 thread.\n")
 
 base = by[("f32", 5, 16)]
 print("## Table 1: vocabulary maps (beam 5, batch 16, per-sentence shortlists)\n")
-print("| map | n | min count | N | test coverage | candidates / token | words / row | file MB "
-      "| output layer s | vs f32 | BLEU |")
-print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
-print(f"| none (f32 full) | | | | 100% | | {med(base, lambda r: r['logits_per_row']):,.0f} | "
+print("| map | hypotheses | n | min count | N | test coverage | candidates / token | words / row "
+      "| file MB | output layer s | vs f32 | BLEU |")
+print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+print(f"| none (f32 full) | | | | | 100% | | {med(base, lambda r: r['logits_per_row']):,.0f} | "
       f"| {output_s(base):.2f} | 1 | {base[0]['bleu']:.2f} |")
 best = by[("vmap", 5, 16)]
 best_map = best[0]["vmap"].rsplit("/", 1)[-1].removesuffix(".vmap")
 for name, m in maps.items():
     rs = best if name == best_map else by[(f"table1 {name}", 5, 16)]
-    print(f"| {name} | {m['max_ngram']} | {m['min_freq']} | {m['per_ngram']} | "
+    print(f"| {name} | {m.get('unit', 'words')} | {m['max_ngram']} | {m['min_freq']} | {m['per_ngram']} | "
           f"{100 * m['coverage']:.2f}% | {m['candidates_per_token']:.1f} | "
           f"{med(rs, lambda r: r['logits_per_row']):,.0f} | {m['bytes'] / 1e6:.1f} | "
           f"{output_s(rs):.3f} | {output_s(base) / output_s(rs):.1f}× | {rs[0]['bleu']:.2f} |")
@@ -67,6 +67,15 @@ for batch in (1, 4, 16, 64):
     print(f"| {batch} | {wps[0]:,.0f} | {wps[1]:,.0f} | {wps[2]:,.0f} | {wps[3]:,.0f} | "
           f"{wps[1] / wps[0]:.2f}× | {wps[3] / wps[0]:.2f}× | "
           f"{f[0]['bleu']:.2f} / {v[0]['bleu']:.2f} / {u[0]['bleu']:.2f} / {i[0]['bleu']:.2f} |")
+
+print("\n## Figure 3: BLEU and words/s against the beam (batch 16)\n")
+print("| beam | f32 words/s | vmap words/s | int8 + vmap words/s | BLEU f32 / vmap / int8 + vmap |")
+print("| ---: | ---: | ---: | ---: | --- |")
+for beam in (1, 2, 3, 4, 5):
+    f, v, i = (by[(c, beam, 16)] for c in ("f32", "vmap", "int8+vmap"))
+    wps = [med(x, lambda r: r["words_per_s"]) for x in (f, v, i)]
+    print(f"| {beam} | {wps[0]:,.0f} | {wps[1]:,.0f} | {wps[2]:,.0f} | "
+          f"{f[0]['bleu']:.2f} / {v[0]['bleu']:.2f} / {i[0]['bleu']:.2f} |")
 
 print("\n## Screening heads in the beam (batch 16)\n")
 heads = {}

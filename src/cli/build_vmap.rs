@@ -9,7 +9,7 @@ use clap::Args;
 use fastsoftmax_translate::align::{align, AlignConfig, Links};
 use fastsoftmax_translate::distill;
 use fastsoftmax_translate::tokenizer::Tokenizer;
-use fastsoftmax_translate::{VmapConfig, VocabMap};
+use fastsoftmax_translate::{MapUnit, VmapConfig, VocabMap};
 use indicatif::{ProgressBar, ProgressStyle};
 
 #[derive(Args, Debug)]
@@ -25,9 +25,15 @@ pub struct BuildVmapArgs {
     /// Times an (n-gram, target word) link must be seen to enter the map.
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..))]
     min_freq: u32,
-    /// Target words kept per n-gram, the most often linked first.
+    /// Translation hypotheses kept per n-gram, the most frequent first: target words, or
+    /// target phrases with `--unit phrases`.
     #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..))]
     per_ngram: u32,
+    /// An n-gram's hypotheses: `words` (each target word linked to one of its words) or
+    /// `phrases` (the paper's phrase table: target phrases aligned to the n-gram as a unit,
+    /// with the unaligned target words at their ends).
+    #[arg(long, value_enum, default_value_t = Unit::Words)]
+    unit: Unit,
     /// Size of the 0-gram list (target words every sentence may use): the most frequent
     /// unaligned target words.
     #[arg(long, default_value_t = 100)]
@@ -58,6 +64,13 @@ pub struct BuildVmapArgs {
     model: Option<PathBuf>,
 }
 
+#[derive(clap::ValueEnum, Clone, Copy, Debug, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+enum Unit {
+    Words,
+    Phrases,
+}
+
 /// What a map covers of a split's references.
 #[derive(serde::Serialize)]
 struct Report {
@@ -66,6 +79,7 @@ struct Report {
     min_freq: u32,
     per_ngram: u32,
     zero_gram: u32,
+    unit: Unit,
     /// Keys, the 0-gram list included.
     entries: usize,
     bytes: u64,
@@ -221,6 +235,10 @@ pub fn run(a: BuildVmapArgs) -> anyhow::Result<()> {
         min_freq: a.min_freq,
         per_ngram: a.per_ngram as usize,
         zero_gram: a.zero_gram as usize,
+        unit: match a.unit {
+            Unit::Words => MapUnit::Words,
+            Unit::Phrases => MapUnit::Phrases,
+        },
     };
     let map = VocabMap::build(&src, &tgt, &links, cfg);
     map.save(&a.out)?;
@@ -233,6 +251,7 @@ pub fn run(a: BuildVmapArgs) -> anyhow::Result<()> {
         min_freq: a.min_freq,
         per_ngram: a.per_ngram,
         zero_gram: a.zero_gram,
+        unit: a.unit,
         entries: map.entries.len(),
         bytes: std::fs::metadata(&a.out)?.len(),
         target_words: words.len(),

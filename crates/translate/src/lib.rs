@@ -28,4 +28,4 @@ pub mod vmap;
 pub use beam::{SearchOptions, Source, Translation, VmapScope};
 pub use engine::{Profile, Translator};
 pub use screen::Screen;
-pub use vmap::{Shortlister, VmapConfig, VocabMap};
+pub use vmap::{MapUnit, Shortlister, VmapConfig, VocabMap};

@@ -3,6 +3,12 @@
 //! the words a sentence's n-grams can bring (plus the 0-gram list of words that appear
 //! unaligned: articles, particles, punctuation) instead of the whole vocabulary.
 //!
+//! An n-gram's translation hypotheses are either the target words linked to its words
+//! ([`MapUnit::Words`]) or, as the paper builds it, the target phrases aligned to the n-gram as
+//! a unit ([`MapUnit::Phrases`]: phrase pairs consistent with the alignment, grown over
+//! unaligned target words, Koehn et al. 2003). The map keeps an n-gram's `N` most frequent
+//! hypotheses and lists their words.
+//!
 //! File format (CTranslate2's): one line per key, `source n-gram<TAB>target tokens`, tokens
 //! separated by spaces; the 0-gram list is the line with an empty key.
 
@@ -13,17 +19,34 @@ use fastsoftmax_infer::{Error, Result, Vocab};
 
 use crate::align::Links;
 
+/// What a source n-gram's translation hypotheses are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum MapUnit {
+    /// Each target word linked to one of the n-gram's words.
+    #[default]
+    Words,
+    /// Each target phrase aligned to the n-gram as a unit: the smallest target span holding
+    /// every word linked to it, when none of that span's words links outside the n-gram, and
+    /// that span grown over unaligned target words at either end (up to [`MAX_PHRASE`] words).
+    Phrases,
+}
+
+/// Longest target phrase a [`MapUnit::Phrases`] map counts (Moses' default phrase length).
+pub const MAX_PHRASE: usize = 7;
+
 /// How a map is built from aligned sentence pairs.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct VmapConfig {
     /// Longest source n-gram (the paper's n).
     pub max_ngram: usize,
-    /// A pair (n-gram, target word) must be seen this often.
+    /// A pair (n-gram, hypothesis) must be seen this often.
     pub min_freq: u32,
-    /// Target words kept per n-gram, most frequent first (the paper's N).
+    /// Hypotheses kept per n-gram, most frequent first (the paper's N).
     pub per_ngram: usize,
     /// Size of the 0-gram list: the most frequent unaligned target words.
     pub zero_gram: usize,
+    /// Linked words or aligned phrases.
+    pub unit: MapUnit,
 }
 
 impl Default for VmapConfig {
@@ -33,6 +56,7 @@ impl Default for VmapConfig {
             min_freq: 2,
             per_ngram: 20,
             zero_gram: 100,
+            unit: MapUnit::Words,
         }
     }
 }
@@ -44,66 +68,75 @@ pub struct VocabMap {
 }
 
 impl VocabMap {
-    /// Counts, over aligned sentence pairs, each source n-gram (n ≤ `max_ngram`) with every
-    /// target word linked to one of its words; keeps per n-gram the `per_ngram` most frequent
-    /// words seen at least `min_freq` times. Target words never linked in a sentence count
-    /// towards the 0-gram list.
+    /// Counts, over aligned sentence pairs, each source n-gram (n ≤ `max_ngram`) with each of
+    /// its hypotheses ([`MapUnit`]); keeps per n-gram the words of its `per_ngram` most
+    /// frequent hypotheses seen at least `min_freq` times. Target words never linked in a
+    /// sentence count towards the 0-gram list.
     pub fn build<S: AsRef<str>>(
         src: &[Vec<S>],
         tgt: &[Vec<S>],
         links: &[Links],
         cfg: VmapConfig,
     ) -> Self {
-        let mut pairs: HashMap<String, HashMap<&str, u32>> = HashMap::new();
-        let mut unaligned: HashMap<&str, u32> = HashMap::new();
+        // n-gram → hypothesis (target words) → count.
+        let mut pairs: HashMap<String, HashMap<Vec<&str>, u32>> = HashMap::new();
+        let mut unaligned: HashMap<Vec<&str>, u32> = HashMap::new();
         for ((e, f), l) in src.iter().zip(tgt).zip(links) {
-            // Per source position: the target words linked to it.
-            let mut linked: Vec<Vec<&str>> = vec![Vec::new(); e.len()];
-            let mut is_linked = vec![false; f.len()];
+            let f: Vec<&str> = f.iter().map(AsRef::as_ref).collect();
+            // Per source position the target positions linked to it; per target position the
+            // first and last source position linked to it.
+            let mut linked: Vec<Vec<usize>> = vec![Vec::new(); e.len()];
+            let mut sources: Vec<Option<(usize, usize)>> = vec![None; f.len()];
             for &(s, t) in l {
-                linked[s as usize].push(f[t as usize].as_ref());
-                is_linked[t as usize] = true;
+                let (s, t) = (s as usize, t as usize);
+                linked[s].push(t);
+                let r = sources[t].get_or_insert((s, s));
+                *r = (r.0.min(s), r.1.max(s));
             }
-            for (w, _) in f.iter().zip(&is_linked).filter(|(_, &x)| !x) {
-                *unaligned.entry(w.as_ref()).or_insert(0) += 1;
+            for (w, _) in f.iter().zip(&sources).filter(|(_, x)| x.is_none()) {
+                *unaligned.entry(vec![*w]).or_insert(0) += 1;
             }
             for n in 1..=cfg.max_ngram.min(e.len()) {
                 for start in 0..=e.len() - n {
                     let span = start..start + n;
-                    let mut words: Vec<&str> = span
+                    let mut targets: Vec<usize> = span
                         .clone()
                         .flat_map(|p| linked[p].iter().copied())
                         .collect();
-                    if words.is_empty() {
+                    if targets.is_empty() {
                         continue;
                     }
-                    words.sort_unstable();
-                    words.dedup();
-                    let key: Vec<&str> = e[span].iter().map(AsRef::as_ref).collect();
+                    targets.sort_unstable();
+                    targets.dedup();
+                    let key: Vec<&str> = e[span.clone()].iter().map(AsRef::as_ref).collect();
                     let counts = pairs.entry(key.join(" ")).or_default();
-                    for w in words {
-                        *counts.entry(w).or_insert(0) += 1;
+                    match cfg.unit {
+                        MapUnit::Words => {
+                            let mut words: Vec<&str> = targets.iter().map(|&t| f[t]).collect();
+                            words.sort_unstable();
+                            words.dedup();
+                            for w in words {
+                                *counts.entry(vec![w]).or_insert(0) += 1;
+                            }
+                        }
+                        MapUnit::Phrases => {
+                            let (first, last) = (targets[0], targets[targets.len() - 1]);
+                            for phrase in aligned_phrases(&sources, span, first..last + 1) {
+                                *counts.entry(f[phrase].to_vec()).or_insert(0) += 1;
+                            }
+                        }
                     }
                 }
             }
         }
-        let best = |counts: HashMap<&str, u32>, keep: usize, min: u32| -> Vec<String> {
-            let mut v: Vec<(&str, u32)> = counts.into_iter().filter(|&(_, c)| c >= min).collect();
-            // Most frequent first; ties by the word, so the file is reproducible.
-            v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
-            v.into_iter()
-                .take(keep)
-                .map(|(w, _)| w.to_string())
-                .collect()
-        };
         let mut entries = BTreeMap::new();
         for (key, counts) in pairs {
-            let words = best(counts, cfg.per_ngram, cfg.min_freq);
+            let words = best_words(counts, cfg.per_ngram, cfg.min_freq);
             if !words.is_empty() {
                 entries.insert(key, words);
             }
         }
-        let zero = best(unaligned, cfg.zero_gram, 1);
+        let zero = best_words(unaligned, cfg.zero_gram, 1);
         if !zero.is_empty() {
             entries.insert(String::new(), zero);
         }
@@ -258,6 +291,52 @@ impl VocabMap {
     }
 }
 
+/// The words of the `keep` most frequent hypotheses seen at least `min` times, in that order
+/// (ties by the hypothesis, so that the file is reproducible), each word once.
+fn best_words(counts: HashMap<Vec<&str>, u32>, keep: usize, min: u32) -> Vec<String> {
+    let mut v: Vec<(Vec<&str>, u32)> = counts.into_iter().filter(|&(_, c)| c >= min).collect();
+    v.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    let mut seen = HashSet::new();
+    v.into_iter()
+        .take(keep)
+        .flat_map(|(words, _)| words)
+        .filter(|w| seen.insert(*w))
+        .map(str::to_string)
+        .collect()
+}
+
+/// The target phrases aligned to the source `span` as a unit: `core` (the smallest target span
+/// holding every word linked to `span`) when none of its words links outside `span`, grown over
+/// unaligned target words (`sources[t] == None`) at either end, at most [`MAX_PHRASE`] words.
+/// `sources[t]`: the first and last source position linked to target position `t`.
+fn aligned_phrases(
+    sources: &[Option<(usize, usize)>],
+    span: std::ops::Range<usize>,
+    core: std::ops::Range<usize>,
+) -> Vec<std::ops::Range<usize>> {
+    let outside = |t: usize| matches!(sources[t], Some((a, b)) if a < span.start || b >= span.end);
+    if core.len() > MAX_PHRASE || core.clone().any(outside) {
+        return Vec::new();
+    }
+    let mut lo = core.start;
+    while lo > 0 && sources[lo - 1].is_none() {
+        lo -= 1;
+    }
+    let mut hi = core.end;
+    while hi < sources.len() && sources[hi].is_none() {
+        hi += 1;
+    }
+    let mut phrases = Vec::new();
+    for a in (lo..=core.start).rev() {
+        for b in core.end..=hi {
+            if b - a <= MAX_PHRASE {
+                phrases.push(a..b);
+            }
+        }
+    }
+    phrases
+}
+
 /// `f(key)` for every n-gram (n ≤ `max_ngram`) of `src`, its words joined by a space.
 fn for_each_ngram<S: AsRef<str>>(src: &[S], max_ngram: usize, mut f: impl FnMut(&str)) {
     let mut key = String::new();
@@ -358,6 +437,56 @@ mod tests {
             m.candidate_words(&["the", "house"]),
             vec![".", "Haus", "das"]
         );
+    }
+
+    #[test]
+    fn phrase_maps_count_aligned_phrases_with_their_unaligned_words() {
+        // "u" sits unaligned inside the phrase of "a"; "." and "den" are unaligned at the ends.
+        let src = vec![vec!["a", "b"], vec!["kick", "bucket"], vec!["p", "q"]];
+        let tgt = vec![
+            vec!["x", "u", "y", "z", "."],
+            vec!["den", "Löffel", "abgeben"],
+            vec!["s", "t"],
+        ];
+        let links: Vec<Links> = vec![
+            [(0, 0), (0, 2), (1, 3)].into(),
+            [(0, 2), (1, 1)].into(),
+            // Crossed: "p" links to both, "q" to the first: no phrase holds "p" alone.
+            [(0, 0), (0, 1), (1, 0)].into(),
+        ];
+        let cfg = |unit| VmapConfig {
+            min_freq: 1,
+            unit,
+            ..Default::default()
+        };
+        let words = VocabMap::build(&src, &tgt, &links, cfg(MapUnit::Words));
+        let phrases = VocabMap::build(&src, &tgt, &links, cfg(MapUnit::Phrases));
+        assert_eq!(words.entries["a"], vec!["x", "y"]);
+        assert_eq!(phrases.entries["a"], vec!["x", "u", "y"]);
+        assert_eq!(words.entries["b"], vec!["z"]);
+        // "z" alone, and grown over the unaligned "." that follows it.
+        assert_eq!(phrases.entries["b"], vec!["z", "."]);
+        assert_eq!(phrases.entries["a b"], vec!["x", "u", "y", "z", "."]);
+        assert_eq!(
+            phrases.entries["kick bucket"],
+            vec!["Löffel", "abgeben", "den"]
+        );
+        assert_eq!(words.entries["kick bucket"], vec!["Löffel", "abgeben"]);
+        assert_eq!(words.entries["p"], vec!["s", "t"]);
+        assert!(!phrases.entries.contains_key("p"));
+        assert_eq!(phrases.entries["p q"], vec!["s", "t"]);
+        // N counts phrases: the most frequent one's words only.
+        let one = VocabMap::build(
+            &src,
+            &tgt,
+            &links,
+            VmapConfig {
+                per_ngram: 1,
+                ..cfg(MapUnit::Phrases)
+            },
+        );
+        assert_eq!(one.entries["b"], vec!["z"]);
+        assert_eq!(one.entries["kick bucket"], vec!["Löffel", "abgeben"]);
     }
 
     #[test]
