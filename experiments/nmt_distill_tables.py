@@ -29,16 +29,20 @@ def main():
     pairs = list(dict.fromkeys(r["pair"] for r in rs))
 
     print("### The paper's findings\n")
-    print("| pair | teacher BLEU | direct BLEU | distilled BLEU | distilled − direct | direct: beam 5 → 2 | distilled: beam 5 → 2 |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+    print("| pair | student | teacher BLEU | direct BLEU | distilled BLEU | distilled − direct | direct: beam 5 → 2 | distilled: beam 5 → 2 |")
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+    students = [("tiny GRU", "direct", "distilled-tiny"),
+                ("tiny LSTM", "direct-tiny-lstm", "distilled-tiny-lstm")]
     for p in pairs:
-        cell = lambda m, beam: find(rs, pair=p, model=m, beam=beam, batch=16)
-        t, d5, s5 = cell("teacher", 5), cell("direct", 5), cell("distilled-tiny", 5)
-        d2, s2 = cell("direct", 2), cell("distilled-tiny", 2)
-        if not (t and d5 and s5 and d2 and s2):
-            continue
-        print(f"| {p} | {t['bleu']:.2f} | {d5['bleu']:.2f} | {s5['bleu']:.2f} | {s5['bleu'] - d5['bleu']:+.2f} "
-              f"| {d2['bleu'] - d5['bleu']:+.2f} | {s2['bleu'] - s5['bleu']:+.2f} |")
+        for name, direct, distilled in students:
+            cell = lambda m, beam: find(rs, pair=p, model=m, beam=beam, batch=16)
+            t, d5, s5 = cell("teacher", 5), cell(direct, 5), cell(distilled, 5)
+            d2, s2 = cell(direct, 2), cell(distilled, 2)
+            if not (t and d5 and s5 and d2 and s2):
+                continue
+            print(f"| {p} | {name} | {t['bleu']:.2f} | {d5['bleu']:.2f} | {s5['bleu']:.2f} "
+                  f"| {s5['bleu'] - d5['bleu']:+.2f} | {d2['bleu'] - d5['bleu']:+.2f} "
+                  f"| {s2['bleu'] - s5['bleu']:+.2f} |")
 
     print("\n### Figure 1: BLEU against words/s (beam 5, batch 16, 1 thread)\n")
     print("| pair | model | BLEU | words/s | size (MB) |")
