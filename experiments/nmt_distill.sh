@@ -119,6 +119,14 @@ PY
   done
 }
 
+# vmap DIR: the vocabulary map of the student in DIR, from the pairs it trained on (a distilled
+# student's target words are the teacher's).
+vmap() {
+  local distilled=()
+  case $1 in *distilled*) distilled=(--distilled "$RUNS/$p-distilled") ;; esac
+  $B build-vmap --model "$1" --data "$data" --src "$src" --tgt "$tgt" "${distilled[@]}" --out "$1.vmap"
+}
+
 if [ "$STAGE" = eval ]; then
   OUT=experiments/results/nmt-distill
   mkdir -p "$OUT"
@@ -131,7 +139,7 @@ if [ "$STAGE" = eval ]; then
     for m in direct distilled-tiny; do
       dir=$RUNS/$p-$m
       [ -d "$dir-int8" ] || $B quantize --model "$dir" --to int8 --out "$dir-int8"
-      [ -f "$dir.vmap" ] || $B build-vmap --model "$dir" --data "$data" --src "$src" --tgt "$tgt" --out "$dir.vmap"
+      [ -f "$dir.vmap" ] || vmap "$dir"
       # Figure 3: beam 1–5 × batch 1/16/64, f32.
       evaluate "$p" "$m" "$dir" "1 2 3 4 5" "1 16 64"
       # Table 3: int16 ("quantize runtime"), the map, int8 + the map.
@@ -144,7 +152,7 @@ if [ "$STAGE" = eval ]; then
       dir=$RUNS/$p-$m
       [ -d "$dir" ] || continue
       [ -d "$dir-int8" ] || $B quantize --model "$dir" --to int8 --out "$dir-int8"
-      [ -f "$dir.vmap" ] || $B build-vmap --model "$dir" --data "$data" --src "$src" --tgt "$tgt" --out "$dir.vmap"
+      [ -f "$dir.vmap" ] || vmap "$dir"
       # The LSTM pair answers the paper's two findings too: beam 2 beside beam 5.
       beams=5; [ "$m" = distilled-micro ] || beams="2 5"
       evaluate "$p" "$m" "$dir" "$beams" 16

@@ -229,6 +229,34 @@ fn teacher_translate_distill_and_student() {
     );
     assert!(ok, "student: {err}");
     assert!(d.join("student/manifest.json").exists());
+    // The student's map aligns the source with the teacher's translations, so that its target
+    // words are the student's: quantize ships it inside the int8 student.
+    let (student, student_map) = (s("student"), s("student.vmap"));
+    let mut args = vec![
+        "build-vmap",
+        "--model",
+        &student,
+        "--distilled",
+        &distilled,
+        "--out",
+        &student_map,
+        "--json",
+    ];
+    args.extend(data);
+    let (ok, out, err) = cli(&args);
+    assert!(ok, "build-vmap --distilled: {err}");
+    assert!(out.contains("\"coverage\""), "{out}");
+    let (ok, _, err) = cli(&[
+        "quantize",
+        "--model",
+        &student,
+        "--vmap",
+        &student_map,
+        "--out",
+        &s("student-int8"),
+    ]);
+    assert!(ok, "quantize --vmap: {err}");
+    assert!(d.join("student-int8/vocab.map").exists());
 
     // A distillation of another source is refused by name; so is a missing one.
     std::fs::write(d.join("train.ja"), "別の文。\n".repeat(96)).unwrap();

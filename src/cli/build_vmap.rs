@@ -62,6 +62,11 @@ pub struct BuildVmapArgs {
     /// translator's map keys are subwords). Default: word tokens.
     #[arg(long)]
     model: Option<PathBuf>,
+    /// Align the training source with a teacher's translations of it (the folder
+    /// `fastsoftmax distill --out` wrote) instead of the references: the map of a student
+    /// trained with `train-nmt --distilled DIR`, whose target words are the teacher's.
+    #[arg(long, value_name = "DIR")]
+    distilled: Option<PathBuf>,
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug, serde::Serialize)]
@@ -184,7 +189,14 @@ pub fn run(a: BuildVmapArgs) -> anyhow::Result<()> {
         None => Tokenizer::Words,
     };
     let src = read_tokens(&src_file, &source_tokens)?;
-    let tgt = read_tokens(&tgt_file, &Tokenizer::Words)?;
+    let (tgt, tgt_file) = match &a.distilled {
+        Some(dir) => {
+            let lines = distill::read_distilled(dir, &src_file, &a.parallel.tgt)?;
+            let tokens = lines.iter().map(|l| Tokenizer::Words.tokenize(l)).collect();
+            (tokens, distill::files(dir, &a.parallel.tgt).0)
+        }
+        None => (read_tokens(&tgt_file, &Tokenizer::Words)?, tgt_file),
+    };
     if src.len() != tgt.len() {
         bail!(
             "{} has {} lines but {} has {}: the training split must be one sentence pair per line",
