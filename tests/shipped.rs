@@ -36,11 +36,19 @@ fn copy_tree(from: &Path, to: &Path) {
     }
 }
 
-const TRANSLATOR: &str = "assets/models/bible-en-de-tiny";
+/// The translators: English → German (f32, with its L2S head) and Japanese → English (int8,
+/// its vocabulary map inside), each with a sentence of its source language.
+const TRANSLATORS: [(&str, &str); 2] = [
+    (
+        "assets/models/bible-en-de-tiny",
+        "In the beginning was the Word.",
+    ),
+    ("assets/models/ja-en-tiny", "駅はどこですか？"),
+];
 
 #[test]
 fn every_shipped_file_is_verified() {
-    for model in MODELS.into_iter().chain([TRANSLATOR]) {
+    for model in MODELS.into_iter().chain(TRANSLATORS.map(|t| t.0)) {
         let out = Command::new(env!("CARGO_BIN_EXE_fastsoftmax"))
             .args(["verify", "--json", "--model"])
             .arg(root().join(model))
@@ -100,43 +108,54 @@ fn a_byte_flipped_in_any_shipped_weights_file_is_refused() {
     }
 }
 
-/// The shipped translator loads with its digest checked, translates, and a flipped byte in its
-/// weights is refused with an error that names the file.
+/// The shipped translators load with their digests checked and translate (the Japanese one
+/// raw text, with its map by default); a flipped byte in the weights is refused with an error
+/// that names the file.
 #[test]
-fn shipped_translator_is_verified_and_serves() {
+fn shipped_translators_are_verified_and_serve() {
     use fastsoftmax_translate::{Profile, SearchOptions, Translator};
-    let dir = root().join(TRANSLATOR);
-    let engine = Translator::load(&dir).unwrap();
-    let out = engine
-        .translate(
-            &["In the beginning was the Word.", ""],
-            &SearchOptions::default(),
-            &mut Profile::default(),
-        )
-        .unwrap();
-    assert!(!out[0][0].text.is_empty() && out[1][0].text.is_empty());
-    let tmp = tempfile::tempdir().unwrap();
-    copy_tree(&dir, tmp.path());
-    let weights = tmp.path().join("model.safetensors");
-    let mut bytes = std::fs::read(&weights).unwrap();
-    let i = bytes.len() / 2;
-    bytes[i] ^= 0x10;
-    std::fs::write(&weights, bytes).unwrap();
-    let err = Translator::load(tmp.path())
-        .err()
-        .expect("a changed byte is refused")
-        .to_string();
-    assert!(err.contains("model.safetensors"), "{err}");
-    let out = Command::new(env!("CARGO_BIN_EXE_fastsoftmax"))
-        .args(["verify", "--json", "--model"])
-        .arg(tmp.path())
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        !out.status.success() && stdout.contains("\"differs\""),
-        "{stdout}"
-    );
+    for (model, sentence) in TRANSLATORS {
+        let dir = root().join(model);
+        let engine = Translator::load(&dir).unwrap();
+        let out = engine
+            .translate(
+                &[sentence, ""],
+                &SearchOptions::default(),
+                &mut Profile::default(),
+            )
+            .unwrap();
+        let text = &out[0][0].text;
+        assert!(!text.is_empty() && out[1][0].text.is_empty(), "{model}");
+        if model.contains("ja-en") {
+            assert!(engine.vocab_map().is_some(), "{model} serves its map");
+            assert!(
+                text.is_ascii() && text.contains("station"),
+                "{model}: {sentence} → {text}"
+            );
+        }
+        let tmp = tempfile::tempdir().unwrap();
+        copy_tree(&dir, tmp.path());
+        let weights = tmp.path().join("model.safetensors");
+        let mut bytes = std::fs::read(&weights).unwrap();
+        let i = bytes.len() / 2;
+        bytes[i] ^= 0x10;
+        std::fs::write(&weights, bytes).unwrap();
+        let err = Translator::load(tmp.path())
+            .err()
+            .expect("a changed byte is refused")
+            .to_string();
+        assert!(err.contains("model.safetensors"), "{err}");
+        let out = Command::new(env!("CARGO_BIN_EXE_fastsoftmax"))
+            .args(["verify", "--json", "--model"])
+            .arg(tmp.path())
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            !out.status.success() && stdout.contains("\"differs\""),
+            "{stdout}"
+        );
+    }
 }
 
 /// The shipped converter loads, converts typed kana with the LSTM and the full softmax, and a
