@@ -4,7 +4,7 @@
 # time, beam 10, one thread), all in this one run against our own full softmax in the same
 # decoder; plus the trigram Kneser–Ney rows, and the latency distribution as a plot.
 #
-#   bash experiments/ime_table2.sh [MODEL_DIR [SELF_NORMALISED_MODEL_DIR [F32_MODEL_DIR]]]
+#   bash experiments/ime_table2.sh [MODEL_DIR [SELF_NORMALISED_MODEL_DIR [F32_MODEL_DIR [ALPHA1_MODEL_DIR]]]]
 #   ONLY=converter bash experiments/ime_table2.sh [MODEL_DIR]
 #
 # The second model (e.g. runs/ime-ft-selfnorm, trained with train.self_norm = 0.1 by the
@@ -12,7 +12,12 @@
 # all, and its own full softmax for reference. The third (the `train-lm` folder the shipped
 # converter was packed from, runs/ime-lstm-tuned) gives the D-softmax and D-softmax* rows: heads
 # trained on its f32 output layer by `train-head dsoftmax|adaptive` (trained here when missing),
-# against that model's own full softmax.
+# against that model's own full softmax. The fourth (runs/ime-ft-selfnorm1: the second trained
+# on with α = 1, commands in results/ime.md) gives the α 1 self-normalisation rows.
+#
+# MODEL_REV=REV takes the converter assets/models/ime-ja held at git revision REV (extracted to
+# runs/ime/ime-ja-REV) instead of MODEL_DIR (pass "" for it): the committed table's converter
+# rows were measured on 779bc84's, issue 19's converter.
 #
 # Rows go to experiments/results/ime/table2/*.json, the plot to
 # experiments/results/ime/latency.{png,svg}, the table to stdout (experiments/results/ime.md
@@ -22,8 +27,14 @@ cd "$(dirname "$0")/.."
 M=${1:-assets/models/ime-ja}
 SN=${2:-}
 F32=${3:-}
+SN1=${4:-}
 OUT=experiments/results/ime/table2
 mkdir -p "$OUT"
+if [ -n "${MODEL_REV:-}" ]; then
+  M=runs/ime/ime-ja-$MODEL_REV
+  rm -rf "$M" && mkdir -p "$M"
+  git archive "$MODEL_REV" assets/models/ime-ja | tar -x -C "$M" --strip-components=3
+fi
 cargo build --release
 B=./target/release/fastsoftmax
 [ -f data/ja/stats.json ] && [ -f data/ja/wordfreq.tsv ] ||
@@ -54,6 +65,10 @@ if [ -n "$SN" ]; then
   run self-norm --model "$SN" --softmax self-norm
   run self-norm-model-full --model "$SN" --softmax full
 fi
+if [ -n "$SN1" ]; then
+  run self-norm-alpha1 --model "$SN1" --softmax self-norm
+  run self-norm-alpha1-model-full --model "$SN1" --softmax full
+fi
 if [ -n "$F32" ]; then
   train_head() { # kind, cut-offs
     [ -f "$F32/heads/$1/head.json" ] || $B train-head "$1" --model "$F32" --cutoffs "$2" \
@@ -76,7 +91,8 @@ python3 - "$OUT" <<'EOF'
 import json, sys, os
 out = sys.argv[1]
 names = ["kn3", "kn3-adapted", "full", "ivs", "ivs-top", "ivs-uniform", "ivs-top-tail", "vs-top",
-         "self-norm", "self-norm-model-full", "full-f32", "dsoftmax", "dsoftmax-star"]
+         "self-norm", "self-norm-model-full", "self-norm-alpha1", "self-norm-alpha1-model-full",
+         "full-f32", "dsoftmax", "dsoftmax-star"]
 names = [n for n in names if os.path.exists(os.path.join(out, n + ".json"))]
 rows = {n: json.load(open(os.path.join(out, n + ".json"))) for n in names}
 full = rows["full"]
