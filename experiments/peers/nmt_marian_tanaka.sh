@@ -16,7 +16,7 @@
 # ours f32 and int8 + the vocabulary map. Rows go to experiments/results/nmt-distill/marian.jsonl.
 #
 #   PYMARIAN=/path/to/pymarian bash experiments/peers/nmt_marian_tanaka.sh train [TOKENIZER_MODEL] [OUT]
-#   PYTHON=/path/to/python STUDENT=runs/nmt35/tanaka-distilled-tiny \
+#   PYTHON=/path/to/python STUDENT=runs/nmt35/tanaka-distilled-tiny-lstm \
 #     bash experiments/peers/nmt_marian_tanaka.sh decode [TOKENIZER_MODEL] [OUT]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -30,7 +30,8 @@ B=./target/release/fastsoftmax
 mkdir -p "$OUT"
 
 if [ "$STAGE" = decode ]; then
-  STUDENT=${STUDENT:-runs/nmt35/tanaka-distilled-tiny}
+  STUDENT=${STUDENT:-runs/nmt35/tanaka-distilled-tiny-lstm}
+  DISTILLED=${DISTILLED:-runs/nmt35/tanaka-distilled}
   RES=experiments/results/nmt-distill
   T=data/tanaka/test
   mkdir -p "$RES"
@@ -40,8 +41,11 @@ if [ "$STAGE" = decode ]; then
   [ -f "$OUT/lex.s2t" ] || $PYTHON experiments/peers/marian_shortlist.py --src "$OUT/train.ja" \
     --tgt "$OUT/train.en" --links "$OUT/train.links" --out "$OUT/lex.s2t"
   [ -d "$STUDENT-int8" ] || $B quantize --model "$STUDENT" --to int8 --out "$STUDENT-int8"
+  # A distilled student's map comes from the teacher's translations it trained on.
+  distilled=()
+  case $STUDENT in *distilled*) distilled=(--distilled "$DISTILLED") ;; esac
   [ -f "$STUDENT.vmap" ] || $B build-vmap --model "$STUDENT" --data data/tanaka --src ja --tgt en \
-    --out "$STUDENT.vmap"
+    "${distilled[@]}" --out "$STUDENT.vmap"
   ROWS=$RES/marian.jsonl
   : > "$ROWS"
   SRC=ja TGT=en SCRATCH=$OUT MD=$OUT
