@@ -609,7 +609,6 @@ fn a_model_of_another_kind_is_named_with_the_commands_that_take_it() {
     }
     let l = lm.as_str();
     for args in [
-        vec!["quantize", "--model", l, "--out", out],
         vec!["build-vmap", "--model", l, "--out", out, "--eval", "none"],
         vec!["text", "tokenize", "--model", l],
         vec![

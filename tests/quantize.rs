@@ -143,3 +143,67 @@ fn int8_artifact_serves_translations_close_to_f32() {
     let e = Translator::load(&out).err().expect("refused").to_string();
     assert!(e.contains("v1 manifest holds f32"), "{e}");
 }
+
+/// A language model's vocabulary rows stored as int8: under half the bytes, the same best word
+/// after a few steps and logits within a small fraction of their spread; its heads stay behind
+/// with a warning that names them (they are bound to the f32 output layer); int16 is refused.
+#[test]
+fn a_language_model_is_stored_with_int8_rows() {
+    use fastsoftmax_infer::LanguageModel;
+    let lm = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("assets/models/ptb-small-lstm");
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("int8");
+    let s = |p: &Path| p.to_str().unwrap().to_string();
+    let (ok, stdout, err) = cli(&["quantize", "--model", &s(&lm), "--out", &s(&out)]);
+    assert!(ok, "{err}");
+    assert!(
+        stdout.contains("embedding and output rows int8"),
+        "{stdout}"
+    );
+    assert!(
+        size(&out) * 2 < size(&lm),
+        "{} vs {}",
+        size(&out),
+        size(&lm)
+    );
+    assert!(
+        err.contains("warning: the heads") && err.contains("l2s") && !out.join("heads").exists(),
+        "{err}"
+    );
+    let (a, b) = (
+        LanguageModel::load(&lm).unwrap(),
+        LanguageModel::load(&out).unwrap(),
+    );
+    let (mut sa, mut sb) = (a.new_state(), b.new_state());
+    let vocab = a.spec().vocab_size;
+    let (mut la, mut lb) = (vec![0.0f32; vocab], vec![0.0f32; vocab]);
+    for id in a.encode_words("the company said it expects") {
+        a.step(id, &mut sa).unwrap();
+        b.step(id, &mut sb).unwrap();
+        a.full_head().logits_into(sa.context(), &mut la);
+        b.full_head().logits_into(sb.context(), &mut lb);
+        let argmax = |v: &[f32]| (0..v.len()).max_by(|&i, &j| v[i].total_cmp(&v[j])).unwrap();
+        assert_eq!(argmax(&la), argmax(&lb));
+        let spread =
+            la.iter().fold(f32::MIN, |m, &x| m.max(x)) - la.iter().fold(f32::MAX, |m, &x| m.min(x));
+        let worst = la
+            .iter()
+            .zip(&lb)
+            .map(|(x, y)| (x - y).abs())
+            .fold(0.0f32, f32::max);
+        assert!(
+            worst < 0.02 * spread,
+            "logits differ by {worst} (spread {spread})"
+        );
+    }
+    let (ok, _, err) = cli(&[
+        "quantize",
+        "--model",
+        &s(&lm),
+        "--to",
+        "int16",
+        "--out",
+        &s(&tmp.path().join("x")),
+    ]);
+    assert!(!ok && err.contains("int8 only"), "{err}");
+}

@@ -1,11 +1,12 @@
 //! `fastsoftmax quantize`: a translator's matrices to int8 rows with one scale per row, or to
-//! int16 with one scale per matrix.
+//! int16 with one scale per matrix; a language model's vocabulary matrices stored as int8 rows.
 
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
 use clap::{Args, ValueEnum};
 use fastsoftmax_infer::heads::{fingerprint, read_head};
+use fastsoftmax_infer::model::artifact::{self, LmWeights};
 use fastsoftmax_translate::artifact::{NmtWeights, Precision, WEIGHTS_FILE};
 use fastsoftmax_translate::vmap::VocabMap;
 use fastsoftmax_translate::Translator;
@@ -20,7 +21,9 @@ enum To {
 
 #[derive(Args, Debug)]
 pub struct QuantizeArgs {
-    /// Translator directory with f32 weights (written by `train-nmt`).
+    /// Translator directory with f32 weights (written by `train-nmt`), or a language model
+    /// (`train-lm`): its embedding and output rows are then stored as int8 (a quarter of their
+    /// bytes) and widened to f32 on load, so it serves as before but for the rounding.
     #[arg(long)]
     model: PathBuf,
     /// Precision of the matrices (biases stay f32).
@@ -37,6 +40,9 @@ pub struct QuantizeArgs {
 }
 
 pub fn run(a: QuantizeArgs) -> anyhow::Result<()> {
+    if manifest_format(&a.model).as_deref() == Some(artifact::FORMAT) {
+        return quantize_lm(&a);
+    }
     let w = NmtWeights::load(&a.model)
         .with_context(|| format!("loading the translator in {}", a.model.display()))?;
     if w.precision() != Precision::F32 {
@@ -77,6 +83,55 @@ pub fn run(a: QuantizeArgs) -> anyhow::Result<()> {
     );
     if !carried.is_empty() {
         println!("carried the screening heads {} over", carried.join(", "));
+    }
+    Ok(())
+}
+
+/// The `format` a model folder's manifest records, if it has a readable one.
+fn manifest_format(dir: &Path) -> Option<String> {
+    let text = std::fs::read(dir.join("manifest.json")).ok()?;
+    let value: serde_json::Value = serde_json::from_slice(&text).ok()?;
+    Some(value.get("format")?.as_str()?.to_string())
+}
+
+/// A language model's embedding and output rows stored as int8 (its recurrent layers and
+/// biases stay f32). Its heads stay behind: each is bound to the f32 output layer it was
+/// trained on, and the rounded rows are another layer.
+fn quantize_lm(a: &QuantizeArgs) -> anyhow::Result<()> {
+    if !matches!(a.to, To::Int8) {
+        bail!("a language model is stored as int8 only: int16 serves translators; drop --to");
+    }
+    if a.vmap.is_some() {
+        bail!("--vmap ships a vocabulary map inside a translator, not a language model");
+    }
+    if a.out.canonicalize().ok() == a.model.canonicalize().ok() {
+        bail!("--out must differ from --model: the f32 model stays as it is");
+    }
+    let w = LmWeights::load(&a.model)
+        .with_context(|| format!("loading the language model in {}", a.model.display()))?;
+    w.save_int8(&a.out)?;
+    let command: Vec<String> = std::env::args().collect();
+    fastsoftmax_infer::files::write_atomic(
+        &a.out.join("command.txt"),
+        format!("{}\n", command.join(" ")).as_bytes(),
+    )?;
+    let size = |d: &Path| std::fs::metadata(d.join(WEIGHTS_FILE)).map_or(0, |m| m.len());
+    println!(
+        "wrote {} (embedding and output rows int8): {:.1} MB of weights, from {:.1} MB",
+        a.out.display(),
+        size(&a.out) as f64 / 1e6,
+        size(&a.model) as f64 / 1e6
+    );
+    let heads: Vec<String> = fastsoftmax_infer::heads::trained(&a.model)
+        .into_iter()
+        .map(|(name, _)| name)
+        .collect();
+    if !heads.is_empty() {
+        eprintln!(
+            "warning: the heads {} stay behind: each is bound to the f32 output layer; train them again on {} with `fastsoftmax train-head`",
+            heads.join(", "),
+            a.out.display()
+        );
     }
     Ok(())
 }

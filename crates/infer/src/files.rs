@@ -25,7 +25,7 @@ pub const MODEL_KINDS: &[(&str, &str, &str)] = &[
     (
         "fastsoftmax-lm",
         "a language model (from `train-lm` or `ime pack`)",
-        "`predict`, `eval`, `bench`, `compare`, `train-head`, `export-npy`, `ds-figures`, `quickstart` and `ime`",
+        "`predict`, `eval`, `bench`, `compare`, `train-head`, `export-npy`, `ds-figures`, `quantize`, `quickstart` and `ime`",
     ),
     (
         "fastsoftmax-nmt",
