@@ -60,11 +60,14 @@ pub struct DsConfig {
     pub prune_from: f64,
     /// Steps between pruning passes.
     pub prune_every: usize,
-    /// Weight of the group lasso on every (expert, word) row.
+    /// Weight of the group lasso on every (expert, word) row (the paper's λ_lasso, `L_lasso`);
+    /// 0 switches it off, as in Figure A.1(a) (rows are still pruned below `threshold`).
     pub lambda_lasso: f64,
-    /// Weight of the expert-level lasso.
+    /// Weight of the expert-level lasso (λ_expert, `L_expert`); 0 switches it off (Figure
+    /// A.1(b)).
     pub lambda_expert: f64,
-    /// Weight of the squared coefficient of variation of the experts' summed gate values.
+    /// Weight of the squared coefficient of variation of the experts' summed gate values (the
+    /// loading balance λ_load, `L_load`); 0 switches it off (Figure A.1(c)).
     pub lambda_load: f64,
     /// A row whose norm falls below this is pruned (the paper: 0.01).
     pub threshold: f64,
@@ -1031,14 +1034,8 @@ fn stage_line(r: &StageRecord) -> String {
     )
 }
 
-/// One optimisation step on the contexts `idx`. Returns (task loss, covered contexts).
-fn train_step(
-    state: &mut DsState,
-    data: &Contexts,
-    idx: &[usize],
-    cfg: &DsConfig,
-    device: &Device,
-) -> Result<(f64, usize)> {
+/// The contexts `idx` routed by `state`'s gate and sorted by expert, as a [`StepBatch`].
+fn step_batch(state: &DsState, data: &Contexts, idx: &[usize], device: &Device) -> StepBatch {
     let (d, k) = (state.d, state.n_experts());
     let width = d + 1;
     let mut hs = Vec::with_capacity(idx.len() * d);
@@ -1091,24 +1088,42 @@ fn train_step(
         runs.push((e, first, end));
         first = end;
     }
-    let batch = StepBatch {
+    StepBatch {
         h: Tensor::from_data(TensorData::new(h, [b, width]), device),
         choice: Tensor::from_data(TensorData::new(choice, [b, 1]), device),
         chosen: Tensor::from_data(TensorData::new(chosen, [b, k]), device),
         runs,
         targets,
         covered,
-    };
-    let tracked = |r: &Rows| {
+    }
+}
+
+/// `state`'s gate `[K, d + 1]` and experts `[|v_k|, d + 1]` (None when empty) as tensors that
+/// collect gradients.
+fn tracked(state: &DsState, device: &Device) -> (Tensor<2>, Vec<Option<Tensor<2>>>) {
+    let tensor = |r: &Rows| {
         Tensor::<2>::from_data(TensorData::new(r.w.clone(), [r.len(), r.width]), device)
             .require_grad()
     };
-    let gate = tracked(&state.gate);
-    let experts: Vec<Option<Tensor<2>>> = state
+    let experts = state
         .experts
         .iter()
-        .map(|e| (!e.ids.is_empty()).then(|| tracked(&e.rows)))
+        .map(|e| (!e.ids.is_empty()).then(|| tensor(&e.rows)))
         .collect();
+    (tensor(&state.gate), experts)
+}
+
+/// One optimisation step on the contexts `idx`. Returns (task loss, covered contexts).
+fn train_step(
+    state: &mut DsState,
+    data: &Contexts,
+    idx: &[usize],
+    cfg: &DsConfig,
+    device: &Device,
+) -> Result<(f64, usize)> {
+    let batch = step_batch(state, data, idx, device);
+    let covered = batch.covered;
+    let (gate, experts) = tracked(state, device);
     let loss = step_loss(&gate, &experts, &batch, cfg);
     let task = loss.task.clone().into_scalar::<f32>() as f64;
     let total = loss.total.clone().into_scalar::<f32>();
@@ -1319,6 +1334,126 @@ mod tests {
         let again = DsState::from_head(&head).to_head("ds", &full).unwrap();
         for e in 0..4 {
             assert_eq!(again.expert(e), head.expert(e));
+        }
+    }
+
+    #[test]
+    fn a_zero_lambda_switches_its_regulariser_off() {
+        // Figure A.1's ablations set one λ to 0: that term must leave the loss and the
+        // gradient, and each term alone must be the paper's formula.
+        let full = fixture(12, 4);
+        let data = contexts(&full, 64, 3);
+        let s = DsState::from_full(&full, 3, 0.05, 1.0, 1);
+        let device = Device::flex().autodiff();
+        let idx: Vec<usize> = (0..64).collect();
+        let b = step_batch(&s, &data, &idx, &device);
+        assert!(
+            b.runs.len() >= 2,
+            "the load term needs traffic on two experts"
+        );
+        // (total − task loss, gate gradient, experts' gradients) under `cfg`.
+        let run = |cfg: &DsConfig| {
+            let (gate, experts) = tracked(&s, &device);
+            let loss = step_loss(&gate, &experts, &b, cfg);
+            let extra = loss.total.clone().into_scalar::<f32>() - loss.task.into_scalar::<f32>();
+            let grads = loss.total.backward();
+            let grad = |x: &Tensor<2>| -> Vec<f32> {
+                let g = x.grad(&grads).expect("tracked");
+                g.into_data().try_to_vec::<f32>().expect("f32 gradient")
+            };
+            let experts: Vec<Vec<f32>> = experts.iter().flatten().map(grad).collect();
+            (extra, grad(&gate), experts)
+        };
+        let near = |a: f32, b: f32| (a - b).abs() <= 1e-5 + 1e-4 * b.abs();
+        let same = |a: &[f32], b: &[f32]| a.iter().zip(b).all(|(x, y)| near(*x, *y));
+        let off = DsConfig {
+            lambda_lasso: 0.0,
+            lambda_expert: 0.0,
+            lambda_load: 0.0,
+            ..DsConfig::default()
+        };
+        let (extra, gate_off, experts_off) = run(&off);
+        assert_eq!(extra, 0.0, "with every λ at 0 the loss is the task loss");
+
+        // Each lasso alone adds λ·Σ(norms) to the loss and λ·w/norm to each row's gradient:
+        // the row's own norm (group lasso) or its expert's Frobenius norm (expert lasso).
+        let lambda = 0.1f32;
+        for group in [true, false] {
+            let cfg = if group {
+                DsConfig {
+                    lambda_lasso: lambda as f64,
+                    ..off.clone()
+                }
+            } else {
+                DsConfig {
+                    lambda_expert: lambda as f64,
+                    ..off.clone()
+                }
+            };
+            let (extra, gate, experts) = run(&cfg);
+            let mut want = 0.0f32;
+            for ((e, g), g_off) in s.experts.iter().zip(&experts).zip(&experts_off) {
+                let norms: Vec<f32> = (0..e.ids.len()).map(|i| e.rows.norm(i)).collect();
+                let frobenius = norms.iter().map(|n| n * n).sum::<f32>().sqrt();
+                want += if group { norms.iter().sum() } else { frobenius };
+                let added: Vec<f32> = g.iter().zip(g_off).map(|(a, b)| a - b).collect();
+                let expected: Vec<f32> = e
+                    .rows
+                    .w
+                    .chunks(e.rows.width)
+                    .zip(&norms)
+                    .flat_map(|(row, &n)| {
+                        let n = if group { n } else { frobenius };
+                        row.iter().map(move |w| lambda * w / n)
+                    })
+                    .collect();
+                assert!(
+                    same(&added, &expected),
+                    "group {group}: {added:?} vs {expected:?}"
+                );
+            }
+            assert!(
+                near(extra, lambda * want),
+                "group {group}: {extra} vs {}",
+                lambda * want
+            );
+            assert!(same(&gate, &gate_off), "a lasso moved the gate's gradient");
+        }
+
+        // The load term alone: λ_load·CV² of the chosen experts' summed gate values; it acts on
+        // the gate only.
+        let cfg = DsConfig {
+            lambda_load: 1.0,
+            ..off.clone()
+        };
+        let (extra, gate, experts) = run(&cfg);
+        let k = s.n_experts();
+        let mut importance = vec![0.0f32; k];
+        for h in idx.iter().map(|&i| data.get(i)) {
+            let scores: Vec<f32> = (0..k)
+                .map(|j| {
+                    let u = s.gate.row(j);
+                    u[..s.d].iter().zip(h).map(|(a, b)| a * b).sum::<f32>() + u[s.d]
+                })
+                .collect();
+            let max = scores.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+            let z: f32 = scores.iter().map(|x| (x - max).exp()).sum();
+            let best = scores.iter().position(|&x| x == max).expect("a maximum");
+            importance[best] += 1.0 / z;
+        }
+        let mean = importance.iter().sum::<f32>() / k as f32;
+        let var = importance.iter().map(|x| (x - mean).powi(2)).sum::<f32>() / k as f32;
+        assert!(
+            near(extra, var / (mean * mean)),
+            "{extra} vs {}",
+            var / (mean * mean)
+        );
+        assert!(
+            !same(&gate, &gate_off),
+            "the load term did not reach the gate"
+        );
+        for (g, g_off) in experts.iter().zip(&experts_off) {
+            assert!(same(g, g_off), "the load term moved an expert's gradient");
         }
     }
 
