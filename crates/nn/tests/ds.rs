@@ -60,3 +60,57 @@ fn the_hierarchy_is_seeded_and_shares_centres_between_splits() {
         .sqrt();
     assert!(dist < 5.0, "the same class moved {dist} between splits");
 }
+
+/// The ablation configs that `experiments/ds.sh` runs each change one field of the config they
+/// are compared with: one λ set to 0 (Figure A.1), or the paper's random first gate.
+#[test]
+fn each_ablation_config_changes_one_field_of_its_base() {
+    use fastsoftmax_nn::ds::DsConfig;
+    use serde_json::{json, Value};
+    let read = |name: &str| -> Value {
+        let path = format!("{}/../../{name}.json", env!("CARGO_MANIFEST_DIR"));
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+        let cfg: DsConfig = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}"));
+        cfg.validate().unwrap();
+        serde_json::to_value(cfg).unwrap()
+    };
+    let with = |base: &Value, field: &str, value: Value| {
+        let mut v = base.clone();
+        v[field] = value;
+        v
+    };
+    let config = |name: &str| read(&format!("experiments/configs/{name}"));
+    // The shipped `ds`'s last stage (ds-final.json at the λ = 3e-5 that ds.sh passes).
+    let shipped = read("assets/models/ptb-small-lstm/heads/ds/config");
+    // `synthetic` without --config, on 10 super classes.
+    let synthetic = serde_json::to_value(synthetic::default_config()).unwrap();
+    let synthetic = with(
+        &with(&synthetic, "experts", json!(10)),
+        "start_experts",
+        json!(10),
+    );
+    assert_eq!(config("ds-synthetic-10"), synthetic);
+    for (term, field) in [
+        ("no-lasso", "lambda_lasso"),
+        ("no-expert-lasso", "lambda_expert"),
+        ("no-load", "lambda_load"),
+    ] {
+        for (name, base) in [
+            (format!("ds-ablation-{term}"), config("ds")),
+            (format!("ds-ablation-{term}-final"), shipped.clone()),
+            (format!("ds-synthetic-10-{term}"), synthetic.clone()),
+        ] {
+            assert_eq!(config(&name), with(&base, field, json!(0.0)), "{name}");
+        }
+    }
+    for (name, base) in [
+        ("ds-synthetic-10-random-gate", synthetic),
+        ("ds-synthetic-100-random-gate", config("ds-synthetic-100")),
+    ] {
+        assert_eq!(
+            config(name),
+            with(&base, "gate_init", json!("random")),
+            "{name}"
+        );
+    }
+}
