@@ -178,6 +178,7 @@ pub fn run(
     let train = Hierarchy::generate(supers, subs, DIM, points, cfg.seed, 1);
     let held = Hierarchy::generate(supers, subs, DIM, points.div_ceil(4), cfg.seed, 2);
     let classes = train.classes();
+    device.seed(cfg.seed); // burn's parameter init: the same MLP for the same seed
     let mut mlp = Mlp::new(DIM, HIDDEN, classes, device);
     let mut optim = AdamConfig::new().init();
     let mut rng = StdRng::seed_from_u64(cfg.seed ^ 0x51);
