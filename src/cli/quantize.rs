@@ -40,6 +40,9 @@ pub struct QuantizeArgs {
 }
 
 pub fn run(a: QuantizeArgs) -> anyhow::Result<()> {
+    if a.out.canonicalize().ok() == a.model.canonicalize().ok() {
+        bail!("--out must differ from --model: the f32 model stays as it is");
+    }
     if manifest_format(&a.model).as_deref() == Some(artifact::FORMAT) {
         return quantize_lm(&a);
     }
@@ -51,9 +54,6 @@ pub fn run(a: QuantizeArgs) -> anyhow::Result<()> {
             a.model.display(),
             w.precision()
         );
-    }
-    if a.out.canonicalize().ok() == a.model.canonicalize().ok() {
-        bail!("--out must differ from --model: the f32 model stays as it is");
     }
     let mut q = match a.to {
         To::Int8 => w.quantize_int8(),
@@ -68,22 +68,27 @@ pub fn run(a: QuantizeArgs) -> anyhow::Result<()> {
     }
     q.save(&a.out)?;
     let carried = carry_heads(&a.model, &w, &a.out, &q)?;
-    let size = |d: &PathBuf| std::fs::metadata(d.join(WEIGHTS_FILE)).map_or(0, |m| m.len());
+    record(&a, &format!("{:?}", q.precision()))?;
+    if !carried.is_empty() {
+        println!("carried the screening heads {} over", carried.join(", "));
+    }
+    Ok(())
+}
+
+/// Writes the command into `--out` and says what was written (`what`) and how large it is.
+fn record(a: &QuantizeArgs, what: &str) -> anyhow::Result<()> {
     let command: Vec<String> = std::env::args().collect();
     fastsoftmax_infer::files::write_atomic(
         &a.out.join("command.txt"),
         format!("{}\n", command.join(" ")).as_bytes(),
     )?;
+    let size = |d: &Path| std::fs::metadata(d.join(WEIGHTS_FILE)).map_or(0, |m| m.len());
     println!(
-        "wrote {} ({:?}): {:.1} MB of weights, from {:.1} MB",
+        "wrote {} ({what}): {:.1} MB of weights, from {:.1} MB",
         a.out.display(),
-        q.precision(),
         size(&a.out) as f64 / 1e6,
         size(&a.model) as f64 / 1e6
     );
-    if !carried.is_empty() {
-        println!("carried the screening heads {} over", carried.join(", "));
-    }
     Ok(())
 }
 
@@ -104,24 +109,10 @@ fn quantize_lm(a: &QuantizeArgs) -> anyhow::Result<()> {
     if a.vmap.is_some() {
         bail!("--vmap ships a vocabulary map inside a translator, not a language model");
     }
-    if a.out.canonicalize().ok() == a.model.canonicalize().ok() {
-        bail!("--out must differ from --model: the f32 model stays as it is");
-    }
     let w = LmWeights::load(&a.model)
         .with_context(|| format!("loading the language model in {}", a.model.display()))?;
     w.save_int8(&a.out)?;
-    let command: Vec<String> = std::env::args().collect();
-    fastsoftmax_infer::files::write_atomic(
-        &a.out.join("command.txt"),
-        format!("{}\n", command.join(" ")).as_bytes(),
-    )?;
-    let size = |d: &Path| std::fs::metadata(d.join(WEIGHTS_FILE)).map_or(0, |m| m.len());
-    println!(
-        "wrote {} (embedding and output rows int8): {:.1} MB of weights, from {:.1} MB",
-        a.out.display(),
-        size(&a.out) as f64 / 1e6,
-        size(&a.model) as f64 / 1e6
-    );
+    record(a, "embedding and output rows int8")?;
     let heads: Vec<String> = fastsoftmax_infer::heads::trained(&a.model)
         .into_iter()
         .map(|(name, _)| name)
