@@ -8,6 +8,7 @@
 #
 #   bash experiments/ds.sh                  # ~2 h on 2 cores; run it on an otherwise idle machine
 #   ONLY=ablations bash experiments/ds.sh   # steps 8b and 9 alone, ~70 min
+#   ONLY=table3 bash experiments/ds.sh      # step 10 alone (DS-2, then SVD in the experts), ~15 min
 #
 # Heads are trained into a copy of the model under runs/ so the shipped model keeps only `ds`.
 set -euo pipefail
@@ -23,7 +24,7 @@ $B data fetch ptb
 cp "$SRC"/manifest.json "$SRC"/model.safetensors "$M"/
 # ONLY=ablations skips steps 1–8, keeping the heads of an earlier run; the ablations' bench then
 # needs only `ds`, taken from the shipped model when that run's is missing.
-if [ "${ONLY:-}" != ablations ]; then
+if [ -z "${ONLY:-}" ]; then
   rm -rf "$M"/heads
 
   # 1. Mitosis 2 → 64 experts (k-means gate and splits, λ = 1e-4), every stage saved (ds-2 …
@@ -70,6 +71,7 @@ else
   [ -d "$M/heads/ds" ] || { mkdir -p "$M/heads" && cp -r "$SRC/heads/ds" "$M/heads/"; }
 fi
 
+if [ "${ONLY:-}" != table3 ]; then
 # 8b. Appendix A from the paper's random first gate (`gate_init = "random"`): the k-means gate
 #     of step 8 finds the super classes on the features before DS trains; here DS must.
 #     Seconds for 10×10, ~8 min for 100×100.
@@ -106,3 +108,18 @@ HEADS=full,ds
 for term in $ABLATIONS; do HEADS+=",ds-fast-$term,ds-$term"; done
 $B bench --model "$M" --text data/ptb/ptb.test.txt --heads "$HEADS" \
     --max-contexts 100000 --repeats 5 --json > "$OUT/bench-ablations.jsonl"
+fi
+
+# 10. Table 3: SVD-softmax inside the learned experts (`NAME+svd-rR-pP`: a rank-R preview of
+#     each expert's logits, exact logits for its best P %, built at load). The paper's two rows:
+#     SVD-10 on DS-2 and SVD-50 on DS-64, beside SVD-10 on the full layer; preview rank 16, the
+#     paper's window width. DS-2 is its own run: two experts from the start, no mitosis, the
+#     shipped head's λ.
+if [ "${ONLY:-}" = table3 ] || [ -z "${ONLY:-}" ]; then
+  rm -rf "$M/heads/ds2"
+  $B train-head ds --model "$M" --config experiments/configs/ds-2.json --name ds2 --quiet \
+      2> "$OUT/train-ds2.log"
+  $B bench --model "$M" --text data/ptb/ptb.test.txt \
+      --heads full,svd-r16-n1000,ds2,ds2+svd-r16-p10,ds,ds+svd-r16-p50 \
+      --max-contexts 100000 --repeats 5 --json > "$OUT/bench-table3.jsonl"
+fi

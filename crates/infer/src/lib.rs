@@ -31,9 +31,9 @@ pub mod topk;
 pub use error::{Error, Result};
 pub use head::{check_context, check_k, check_query, Context, Predictor, SoftmaxHead};
 pub use heads::{
-    AdaptiveHead, CandidatesHead, DsHead, DsoftmaxHead, FullHead, GreedyHead, GreedyIndex,
-    HnswHead, HnswIndex, L2sHead, LowRank, LshHead, LshIndex, NaiveFullHead, PcaHead, PcaIndex,
-    SvdHead, TrigramHead,
+    AdaptiveHead, CandidatesHead, DsHead, DsSvdHead, DsoftmaxHead, FullHead, GreedyHead,
+    GreedyIndex, HnswHead, HnswIndex, L2sHead, LowRank, LshHead, LshIndex, NaiveFullHead, PcaHead,
+    PcaIndex, SvdHead, TrigramHead,
 };
 pub use kernels::{exp_nonpositive, log_sum_exp, log_sum_exp_top_k};
 pub use model::{Cell, LanguageModel, LmSpec, LmState, LmWeights, Vocab};

@@ -99,6 +99,14 @@ impl TopK {
         }
     }
 
+    /// Renames every kept id (a head that scored a subset's rows by their place in it gives
+    /// them their word ids); logits and order are unchanged.
+    pub fn map_ids(&mut self, f: impl Fn(u32) -> u32) {
+        for item in &mut self.items {
+            item.id = f(item.id);
+        }
+    }
+
     pub fn ids(&self) -> impl Iterator<Item = u32> + '_ {
         self.items.iter().map(|s| s.id)
     }

@@ -2,7 +2,8 @@
 //! [`crate::Predictor`] for the candidate predictor, which reads the previous words instead).
 //!
 //! - exact: [`full`] (the baseline every speedup divides);
-//! - learned screening and sparse experts: [`l2s`], [`ds`], both on the shared `routed` core;
+//! - learned screening and sparse experts: [`l2s`], [`ds`], both on the shared `routed` core,
+//!   and [`ds_svd`], SVD-softmax inside DS's experts;
 //! - built from the output layer alone (named by their knobs): [`svd`], [`hnsw`], [`greedy`],
 //!   [`pca`], [`lsh`], on the shared [`mips`] reduction and [`lowrank`] factorisation;
 //! - frequency buckets: [`adaptive`], [`dsoftmax`], on the shared [`bucketed`] layout;
@@ -15,6 +16,7 @@ pub mod adaptive;
 pub mod bucketed;
 pub mod candidates;
 pub mod ds;
+pub mod ds_svd;
 pub mod dsoftmax;
 pub mod format;
 pub mod full;
@@ -35,6 +37,7 @@ pub mod trigram;
 pub use adaptive::AdaptiveHead;
 pub use candidates::CandidatesHead;
 pub use ds::DsHead;
+pub use ds_svd::DsSvdHead;
 pub use dsoftmax::DsoftmaxHead;
 pub use format::{
     fingerprint, read_head, save_head, HeadManifest, Tensors, HEAD_FORMAT, HEAD_FORMAT_VERSION,

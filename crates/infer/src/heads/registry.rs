@@ -9,9 +9,9 @@ use std::sync::Arc;
 
 use super::format::{read_head, HeadManifest, HEAD_MANIFEST};
 use super::{
-    AdaptiveHead, CandidatesHead, DsHead, DsoftmaxHead, FullHead, FullInt8Head, GreedyHead,
-    GreedyIndex, HnswHead, HnswIndex, L2sHead, L2sInt8Head, LshHead, LshIndex, PcaHead, PcaIndex,
-    SvdHead, TrigramHead,
+    AdaptiveHead, CandidatesHead, DsHead, DsSvdHead, DsoftmaxHead, FullHead, FullInt8Head,
+    GreedyHead, GreedyIndex, HnswHead, HnswIndex, L2sHead, L2sInt8Head, LshHead, LshIndex, PcaHead,
+    PcaIndex, SvdHead, TrigramHead,
 };
 use crate::error::{Error, Result};
 use crate::head::Predictor;
@@ -49,7 +49,7 @@ pub fn available(model_dir: &Path) -> Vec<String> {
 /// What `--heads` accepts besides `full` and trained heads: the heads built from the output
 /// layer alone, named by their knobs.
 pub const BUILT_IN: &str =
-    "full-int8-mM, svd-rR-nN, hnsw-efE, hnsw-ip-efE, greedy-bB, pca-dD, lsh-bB-tT (built from the output layer), L2S+int8 (a trained l2s head on int8 rows)";
+    "full-int8-mM, svd-rR-nN, hnsw-efE, hnsw-ip-efE, greedy-bB, pca-dD, lsh-bB-tT (built from the output layer), L2S+int8 (a trained l2s head on int8 rows), DS+svd-rR-pP (SVD-softmax in a trained ds head's experts: rank R, P % exact)";
 
 /// Loads head `name` for the model in `model_dir`, whose output layer is `output` (the loaded
 /// [`crate::LanguageModel`] or its [`FullHead`]).
@@ -129,6 +129,29 @@ impl<'a> HeadLoader<'a> {
         Ok(cell.get_or_init(|| ix).clone())
     }
 
+    /// The trained head `base` that head `name` serves another way (`what`), if it exists; an
+    /// error if it is not of `kind`.
+    fn base_head(
+        &self,
+        name: &str,
+        base: &str,
+        kind: &str,
+        what: &str,
+    ) -> Result<Option<(HeadManifest, super::Tensors)>> {
+        let dir = self.model_dir.join("heads").join(base);
+        if !dir.join(HEAD_MANIFEST).exists() {
+            return Ok(None);
+        }
+        let (m, t) = read_head(&dir, self.full)?;
+        if m.kind != kind {
+            return Err(Error::Invalid(format!(
+                "{name}: {what}, and {base} is a {} head",
+                m.kind
+            )));
+        }
+        Ok(Some((m, t)))
+    }
+
     /// Head `name`: `full`, a built-in head, or a trained head in `MODEL/heads/NAME`.
     pub fn load(&self, name: &str) -> Result<Box<dyn Predictor + 'a>> {
         let full = self.full;
@@ -169,16 +192,16 @@ impl<'a> HeadLoader<'a> {
             let index = self.lsh_index(bits, tables)?;
             return Ok(Box::new(LshHead::new(index, bits, tables)?));
         }
+        if let Some((base, rank, percent)) = DsSvdHead::parse_name(name) {
+            let what = "`+svd` serves a ds head's experts through SVD-softmax";
+            if let Some((m, t)) = self.base_head(name, base, "ds", what)? {
+                let ds = DsHead::from_files(base, &m, &t, full)?;
+                return Ok(Box::new(DsSvdHead::new(ds, rank, percent)?));
+            }
+        }
         if let Some(base) = L2sInt8Head::parse_name(name) {
-            let dir = self.model_dir.join("heads").join(base);
-            if dir.join(HEAD_MANIFEST).exists() {
-                let (m, t) = read_head(&dir, full)?;
-                if m.kind != "l2s" {
-                    return Err(Error::Invalid(format!(
-                        "{name}: `+int8` serves an l2s head with int8 candidate rows, and {base} is a {} head",
-                        m.kind
-                    )));
-                }
+            let what = "`+int8` serves an l2s head with int8 candidate rows";
+            if let Some((m, t)) = self.base_head(name, base, "l2s", what)? {
                 let l2s = L2sHead::from_files(base, &m, &t, full)?;
                 return Ok(Box::new(L2sInt8Head::new(l2s, full)?));
             }
