@@ -5,6 +5,7 @@
 # experiments/results/l2s.md discusses them.
 #
 #   bash experiments/l2s.sh            # ~40 min on 2 cores; run it on an otherwise idle machine
+#   ONLY=table6 bash experiments/l2s.sh   # step 4b alone (Table 6's other methods), ~15 min
 #
 # Heads are trained into a copy of the model under runs/ so the shipped model keeps only `l2s`.
 set -euo pipefail
@@ -19,6 +20,7 @@ TEST=data/ptb/ptb.test.txt
 mkdir -p "$OUT" "$M"
 $B data fetch ptb
 $B data fetch brown
+if [ -z "${ONLY:-}" ]; then
 cp "$SRC"/manifest.json "$SRC"/model.safetensors "$M"/
 rm -rf "$M"/heads
 
@@ -45,6 +47,17 @@ $B plot --input "$OUT/sweep.jsonl" --out "$OUT/precision-vs-speedup" \
 for h in sweep-l2s-r100-b50 sweep-l2s-r100-b100 sweep-l2s-r100-b200 sweep-kmeans-r100-b100 sweep-kmeans-r100-b200; do
     $B eval --model "$M" --text "$TEST" --head "$h" --fallback-rank 20 --json
 done > "$OUT/table6.jsonl"
+
+fi
+
+# 4b. Table 6's other columns, on the shipped model and heads in one run: SVD-softmax (its
+#     rank-20 preview for every word, exact logits for the best N), FGD (exact logits for the
+#     words the graph search finds, rank-20 elsewhere), adaptive softmax (its own distribution:
+#     the head level and the target's cluster) and the shipped L2S head (B = 200).
+for h in l2s adaptive svd-r20-n500 svd-r20-n1000 svd-r20-n2000 hnsw-ef50 hnsw-ef100 hnsw-ef200; do
+    $B eval --model "$SRC" --text "$TEST" --head "$h" --fallback-rank 20 --repeats 5 --json
+done > "$OUT/table6-methods.jsonl"
+[ -n "${ONLY:-}" ] && exit 0
 
 # 5. Out of domain: the Brown corpus, which the LM and the heads never saw.
 $B bench --model "$M" --text data/brown/brown.txt --heads "full,$HEADS" --max-contexts 100000 \

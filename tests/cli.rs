@@ -238,6 +238,34 @@ fn train_eval_bench_predict() {
     assert!(screened.is_finite() && screened >= exact * 0.99, "{v}");
     let (ok, _, err) = eval_l2s("99");
     assert!(!ok && err.contains("1 ≤ rank ≤ 16"), "{err}");
+    // Table 6's other methods: a full-rank SVD preview is exact whatever N; FGD's graph finds
+    // some words exactly; a head that leaves words without probability is refused.
+    let eval_head = |head: &str| {
+        let (model, text) = (s("m"), s("ptb.valid.txt"));
+        let args = ["eval", "--model", &model, "--text", &text, "--head", head];
+        cli(&[
+            &args[..],
+            &["--fallback-rank", "4", "--repeats", "1", "--json"],
+        ]
+        .concat())
+    };
+    let ppl = |out: &str| {
+        let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+        (
+            v["ppl_full"].as_f64().unwrap(),
+            v["ppl_head"].as_f64().unwrap(),
+        )
+    };
+    let (ok, out, err) = eval_head("svd-r16-n1");
+    assert!(ok, "{err}");
+    let (exact, svd) = ppl(&out);
+    assert!((svd / exact - 1.0).abs() < 1e-4, "{out}");
+    let (ok, out, err) = eval_head("svd-r2-n1");
+    assert!(ok && ppl(&out).1 > exact * 1.001, "{out}{err}");
+    let (ok, out, err) = eval_head("hnsw-ef8");
+    assert!(ok && ppl(&out).1.is_finite(), "{out}{err}");
+    let (ok, _, err) = eval_head("hnsw-ef0");
+    assert!(!ok && err.contains("ef"), "{err}");
     let (ok, _, err) = cli(&["plot", "--input", &s("bench.jsonl"), "--out", &s("fig")]);
     assert!(ok, "{err}");
     for f in [
@@ -292,6 +320,30 @@ fn train_eval_bench_predict() {
         .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["head"].to_string())
         .collect();
     assert_eq!(names, ["\"ds\"", "\"ds-2\""], "{out}");
+    // SVD-softmax inside the experts (Table 3 of the DS paper), built at load from a ds head
+    // and refused for another kind.
+    let (ok, out, err) = cli(&[
+        "bench",
+        "--model",
+        &s("m"),
+        "--text",
+        &s("ptb.train.txt"),
+        "--heads",
+        "ds+svd-r4-p50",
+        "--repeats",
+        "1",
+        "--json",
+    ]);
+    assert!(ok && out.contains("\"ds+svd-r4-p50\""), "{err}");
+    let (ok, _, err) = cli(&[
+        "predict",
+        "--model",
+        &s("m"),
+        "--head",
+        "l2s+svd-r4-p50",
+        "the",
+    ]);
+    assert!(!ok && err.contains("l2s head"), "{err}");
     let (ok, _, err) = train_ds(&[
         "--config",
         &s("ds.json"),
@@ -403,6 +455,17 @@ fn train_eval_bench_predict() {
         );
         assert!(ok && err.contains("epoch 1"), "{err}");
     }
+    // Adaptive softmax's perplexity is its own distribution's: finite, no fallback.
+    let (ok, out, err) = eval_head("adaptive");
+    assert!(
+        ok && ppl(&out).1.is_finite() && out.contains("\"rank\":0"),
+        "{out}{err}"
+    );
+    let (ok, _, err) = eval_head("ds");
+    assert!(
+        !ok && err.contains("ds head") && err.contains("adaptive"),
+        "{err}"
+    );
     let (ok, _, err) = train_bucketed("adaptive", &["--cutoffs", "8,4"]);
     assert!(!ok && err.contains("cutoffs"), "{err}");
     let (ok, _, err) = train_bucketed("adaptive", &["--resume-from", "dsoftmax"]);

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::Args;
-use fastsoftmax_infer::{eval, L2sHead, LanguageModel, LowRank};
+use fastsoftmax_infer::{eval, LanguageModel};
 
 #[derive(Args, Debug)]
 pub struct EvalArgs {
@@ -14,11 +14,14 @@ pub struct EvalArgs {
     /// Text to score: one tokenized sentence per line (words outside the vocabulary count as <unk>).
     #[arg(long)]
     text: PathBuf,
-    /// Also score with a screening head (e.g. `l2s`): exact logits for its candidates, a
-    /// low-rank approximation for every other word (the L2S paper's Table 6).
+    /// Also score with a fast head (the L2S paper's Table 6): a trained `l2s` head (exact logits
+    /// for the screened cluster's candidates), `hnsw-efE` (FGD: for the words the graph search
+    /// finds) or `svd-rR-nN` (SVD-softmax: for the N best of its rank-R preview), each with a
+    /// low-rank approximation for every other word; or a trained `adaptive` head (its own
+    /// distribution).
     #[arg(long)]
     head: Option<String>,
-    /// Rank of the SVD approximation used outside the candidate set.
+    /// Rank of the SVD approximation used outside the exact words (l2s and hnsw heads).
     #[arg(long, default_value_t = 20)]
     fallback_rank: usize,
     /// With --head: score at most N predictions (timed passes repeat over them).
@@ -57,24 +60,23 @@ pub fn run(a: EvalArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Exact against screened + low-rank perplexity, both timed.
+/// Exact perplexity against a fast head's, both timed.
 fn screened(a: &EvalArgs, lm: &LanguageModel, tokens: &[u32], name: &str) -> anyhow::Result<()> {
-    let dir = a.model.join("heads").join(name);
-    let head = L2sHead::load(&dir, lm)
-        .with_context(|| format!("--head {name} must be an L2S head in {}", dir.display()))?;
-    let fallback = LowRank::new(lm.full_head(), a.fallback_rank)?;
-    let r = eval::screened_perplexity(lm, &head, &fallback, tokens, a.max_contexts, a.repeats)?;
+    let scorer = eval::scorer_for(&a.model, lm, name, a.fallback_rank)?;
+    let r = eval::screened_perplexity(lm, &scorer, tokens, a.max_contexts, a.repeats)?;
     if a.json {
         println!("{}", serde_json::to_string(&r)?);
     } else {
+        let how = match r.rank {
+            0 => format!("{} (its own distribution)", r.head),
+            rank => format!("{} + rank-{rank} logits elsewhere", r.head),
+        };
         println!(
-            "{} tokens of {}: exact perplexity {:.2} at {:.1} µs/token; {} + rank-{} fallback {:.2} at {:.1} µs/token ({:.2}× faster, {:.2}× fewer FLOPs)",
+            "{} tokens of {}: exact perplexity {:.2} at {:.1} µs/token; {how} {:.2} at {:.1} µs/token ({:.2}× faster, {:.2}× fewer FLOPs)",
             r.tokens,
             a.text.display(),
             r.ppl_full,
             r.us_per_token_full,
-            r.head,
-            r.rank,
             r.ppl_head,
             r.us_per_token_head,
             r.speedup,

@@ -2,14 +2,20 @@
 //! next word, and single-thread latency. Measurement, not something an app embeds: compiled only
 //! with the `eval` feature (the CLI, the benches and the training crate turn it on).
 
+use std::path::Path;
 use std::time::Instant;
 
 use serde::Serialize;
 
 use crate::error::{Error, Result};
 use crate::head::{Predictor, SoftmaxHead};
-use crate::heads::FullHead;
-use crate::kernels::log_sum_exp;
+use crate::heads::hnsw::{self, Space};
+use crate::heads::{
+    read_head, AdaptiveHead, FullHead, HnswHead, HnswIndex, L2sHead, LowRank, SvdHead,
+    HEAD_MANIFEST,
+};
+use crate::kernels::rows::ExactRows;
+use crate::kernels::{dot, log_sum_exp};
 use crate::model::LanguageModel;
 use crate::topk::TopK;
 
@@ -200,12 +206,190 @@ pub fn bench_heads(
         .collect())
 }
 
-/// Perplexity when only a screened candidate set gets exact logits and every other word a
-/// low-rank approximation (the L2S paper's Table 6), against the exact perplexity, with the
-/// time of each softmax (logits + normaliser) measured on the same contexts, single thread.
+/// How a fast head gives the next word's probability when a whole distribution is needed (the
+/// columns of the L2S paper's Table 6). The screening heads score exact logits for some words
+/// and a low-rank approximation (`W V_r V_rᵀ h + b`, [`LowRank`]) for every other word, then
+/// normalise over all of them; adaptive softmax has a distribution of its own.
+#[derive(Debug, Clone)]
+pub enum Scorer {
+    /// L2S (or spherical k-means): exact logits for the screened cluster's candidates.
+    Cluster { head: L2sHead, fallback: LowRank },
+    /// FGD: exact logits for the words the graph search finds (its beam `ef`).
+    Graph {
+        head: HnswHead,
+        fallback: LowRank,
+        exact: ExactRows,
+    },
+    /// SVD-softmax: the low-rank preview of every word, exact logits for its best `n`.
+    Preview {
+        fallback: LowRank,
+        n: usize,
+        exact: ExactRows,
+    },
+    /// Adaptive softmax: its own `log p(w)`, from the head level and the target's cluster only.
+    Adaptive(AdaptiveHead),
+}
+
+impl Scorer {
+    /// `head` (an L2S head) with a rank-`rank` fallback from `full`.
+    pub fn cluster(head: L2sHead, full: &FullHead, rank: usize) -> Result<Self> {
+        Ok(Scorer::Cluster {
+            head,
+            fallback: LowRank::new(full, rank)?,
+        })
+    }
+
+    /// `head` (FGD) with a rank-`rank` fallback from `full`.
+    pub fn graph(head: HnswHead, full: &FullHead, rank: usize) -> Result<Self> {
+        Ok(Scorer::Graph {
+            head,
+            fallback: LowRank::new(full, rank)?,
+            exact: ExactRows::new(full.matrix(), None),
+        })
+    }
+
+    /// SVD-softmax with a rank-`rank` preview and `n` exact words (`svd-rR-nN`).
+    pub fn preview(full: &FullHead, rank: usize, n: usize) -> Result<Self> {
+        if n == 0 || n > SoftmaxHead::vocab_size(full) {
+            return Err(Error::Invalid(format!(
+                "svd: N = {n} exact words is out of range: choose 1 ≤ N ≤ {}",
+                SoftmaxHead::vocab_size(full)
+            )));
+        }
+        Ok(Scorer::Preview {
+            fallback: LowRank::new(full, rank)?,
+            n,
+            exact: ExactRows::new(full.matrix(), None),
+        })
+    }
+
+    pub fn name(&self) -> String {
+        match self {
+            Scorer::Cluster { head, .. } => SoftmaxHead::name(head).to_string(),
+            Scorer::Graph { head, .. } => SoftmaxHead::name(head).to_string(),
+            Scorer::Preview { fallback, n, .. } => format!("svd-r{}-n{n}", fallback.rank()),
+            Scorer::Adaptive(head) => SoftmaxHead::name(head).to_string(),
+        }
+    }
+
+    /// Rank of the low-rank logits (0 for adaptive softmax, which needs none).
+    pub fn rank(&self) -> usize {
+        match self {
+            Scorer::Cluster { fallback, .. }
+            | Scorer::Graph { fallback, .. }
+            | Scorer::Preview { fallback, .. } => fallback.rank(),
+            Scorer::Adaptive(_) => 0,
+        }
+    }
+
+    /// `−log p(next | h)` and the length-`d` dot products spent. `logits` is scratch `[vocab]`,
+    /// `q` scratch `[rank]`, `top` scratch for the candidates.
+    fn nll(&self, h: &[f32], next: u32, s: &mut ScorerScratch) -> (f64, f64) {
+        let ScorerScratch {
+            logits,
+            q,
+            top,
+            order,
+        } = s;
+        let exact_into =
+            |exact: &ExactRows, ids: &mut dyn Iterator<Item = u32>, logits: &mut [f32]| {
+                let mut n = 0;
+                for id in ids {
+                    let (row, b) = exact.row(id as usize);
+                    logits[id as usize] = dot(row, h) + b;
+                    n += 1;
+                }
+                n as f64
+            };
+        let cost = match self {
+            Scorer::Cluster { head, fallback } => {
+                let rows = head.logits_with_fallback(h, fallback, q, logits);
+                head.n_clusters() as f64 + rows as f64 + fallback.cost()
+            }
+            Scorer::Graph {
+                head,
+                fallback,
+                exact,
+            } => {
+                fallback.logits_into(h, q, logits);
+                let searched = head.search_into(h, head.ef_search(), top) as f64;
+                searched + exact_into(exact, &mut top.ids(), logits) + fallback.cost()
+            }
+            Scorer::Preview { fallback, n, exact } => {
+                fallback.logits_into(h, q, logits);
+                order.clear();
+                order.extend(0..logits.len() as u32);
+                order.select_nth_unstable_by(n - 1, |&a, &b| {
+                    logits[b as usize].total_cmp(&logits[a as usize])
+                });
+                let best = &order[..*n];
+                exact_into(exact, &mut best.iter().copied(), logits) + fallback.cost()
+            }
+            Scorer::Adaptive(head) => {
+                let (log_p, cost) = head.log_prob(h, next);
+                return (-log_p, cost);
+            }
+        };
+        (log_sum_exp(logits) - logits[next as usize] as f64, cost)
+    }
+}
+
+/// The [`Scorer`] for head `name` of the model in `model_dir` (`lm`): a trained `l2s` or
+/// `adaptive` head, `svd-rR-nN` or `hnsw-efE` / `hnsw-ip-efE`, the screening heads with a
+/// rank-`rank` fallback (SVD-softmax's own preview is its fallback).
+pub fn scorer_for(model_dir: &Path, lm: &LanguageModel, name: &str, rank: usize) -> Result<Scorer> {
+    let full = lm.full_head();
+    if let Some((r, n)) = SvdHead::parse_name(name) {
+        return Scorer::preview(full, r, n);
+    }
+    let space = if let Some(ef) = HnswHead::parse_name(name) {
+        Some((Space::Sphere, ef))
+    } else {
+        HnswHead::parse_ip_name(name).map(|ef| (Space::InnerProduct, ef))
+    };
+    if let Some((space, ef)) = space {
+        let index = HnswIndex::build_in(
+            full,
+            space,
+            hnsw::DEFAULT_M,
+            hnsw::DEFAULT_EF_CONSTRUCTION,
+            hnsw::DEFAULT_SEED,
+        )?;
+        return Scorer::graph(HnswHead::new(index, ef)?, full, rank);
+    }
+    let dir = model_dir.join("heads").join(name);
+    let kinds = "a trained l2s or adaptive head, svd-rR-nN, hnsw-efE or hnsw-ip-efE";
+    if !dir.join(HEAD_MANIFEST).exists() {
+        return Err(Error::Invalid(format!(
+            "no head {name:?} to score perplexity with: {} is not a trained head; perplexity takes {kinds}",
+            dir.display()
+        )));
+    }
+    let (m, t) = read_head(&dir, full)?;
+    match m.kind.as_str() {
+        "l2s" => Scorer::cluster(L2sHead::from_files(name, &m, &t, full)?, full, rank),
+        "adaptive" => Ok(Scorer::Adaptive(AdaptiveHead::from_files(name, &m, &t, full)?)),
+        kind => Err(Error::Invalid(format!(
+            "{name} is a {kind} head, which gives no probability to the words it does not score; perplexity takes {kinds}"
+        ))),
+    }
+}
+
+/// Buffers a [`Scorer`] reuses across tokens.
+#[derive(Default)]
+struct ScorerScratch {
+    logits: Vec<f32>,
+    q: Vec<f32>,
+    top: TopK,
+    order: Vec<u32>,
+}
+
+/// Perplexity from a fast head's distribution (a [`Scorer`]) against the exact perplexity, with
+/// the time of each softmax (logits + normaliser) measured on the same contexts, single thread.
 #[derive(Debug, Clone, Serialize)]
 pub struct ScreenedPerplexity {
     pub head: String,
+    /// Rank of the low-rank logits outside the exact words (0: the head's own distribution).
     pub rank: usize,
     pub tokens: usize,
     pub ppl_full: f64,
@@ -213,15 +397,15 @@ pub struct ScreenedPerplexity {
     pub us_per_token_full: f64,
     pub us_per_token_head: f64,
     pub speedup: f64,
-    /// vocab / (clusters + exact candidates + low-rank cost), in length-d dot products.
+    /// vocab / the head's mean cost (selection + exact words + low-rank logits), in length-d
+    /// dot products.
     pub flop_speedup: f64,
 }
 
 /// Scores the first `max` predictions of `tokens` both ways; `repeats` timed passes each.
 pub fn screened_perplexity(
     lm: &LanguageModel,
-    head: &crate::heads::L2sHead,
-    fallback: &crate::heads::LowRank,
+    scorer: &Scorer,
     tokens: &[u32],
     max: usize,
     repeats: usize,
@@ -230,9 +414,11 @@ pub fn screened_perplexity(
     let n = c.len();
     let vocab = lm.spec().vocab_size;
     let full = lm.full_head();
-    let mut logits = vec![0.0f32; vocab];
-    let mut q = vec![0.0f32; fallback.rank()];
-    let mut exact_rows = 0usize;
+    let mut s = ScorerScratch {
+        logits: vec![0.0; vocab],
+        q: vec![0.0; scorer.rank()],
+        ..Default::default()
+    };
     let run_full = |logits: &mut [f32]| {
         (0..n)
             .map(|i| {
@@ -241,39 +427,35 @@ pub fn screened_perplexity(
             })
             .sum::<f64>()
     };
-    let mut run_head = |logits: &mut [f32], rows: &mut usize| {
-        (0..n)
-            .map(|i| {
-                *rows += head.logits_with_fallback(c.get(i), fallback, &mut q, logits);
-                log_sum_exp(logits) - logits[c.next[i] as usize] as f64
-            })
-            .sum::<f64>()
-    };
     let (mut t_full, mut t_head) = (Vec::new(), Vec::new());
-    let (mut nll_full, mut nll_head) = (0.0, 0.0);
-    for rep in 0..repeats.max(1) {
+    let (mut nll_full, mut nll_head, mut cost) = (0.0, 0.0, 0.0);
+    for _ in 0..repeats.max(1) {
         let t = Instant::now();
-        nll_full = run_full(&mut logits);
+        nll_full = run_full(&mut s.logits);
         t_full.push(t.elapsed().as_secs_f64() * 1e6 / n as f64);
         let t = Instant::now();
-        let mut rows = 0;
-        nll_head = run_head(&mut logits, &mut rows);
+        (nll_head, cost) = (0..n).fold((0.0, 0.0), |(nll, cost), i| {
+            let (x, c) = scorer.nll(c.get(i), c.next[i], &mut s);
+            (nll + x, cost + c)
+        });
         t_head.push(t.elapsed().as_secs_f64() * 1e6 / n as f64);
-        if rep == 0 {
-            exact_rows = rows;
-        }
+    }
+    if !nll_head.is_finite() {
+        return Err(Error::Invalid(format!(
+            "{} gives a next word of the text no probability (log p = −∞); it cannot score perplexity",
+            scorer.name()
+        )));
     }
     let (us_full, us_head) = (median(&mut t_full), median(&mut t_head));
-    let cost = head.n_clusters() as f64 + exact_rows as f64 / n as f64 + fallback.cost();
     Ok(ScreenedPerplexity {
-        head: SoftmaxHead::name(head).to_string(),
-        rank: fallback.rank(),
+        head: scorer.name(),
+        rank: scorer.rank(),
         tokens: n,
         ppl_full: (nll_full / n as f64).exp(),
         ppl_head: (nll_head / n as f64).exp(),
         us_per_token_full: us_full,
         us_per_token_head: us_head,
         speedup: us_full / us_head,
-        flop_speedup: vocab as f64 / cost,
+        flop_speedup: vocab as f64 * n as f64 / cost,
     })
 }

@@ -223,25 +223,25 @@ pub fn init_buckets(full: &FullHead, order: &[u32], cfg: &BucketConfig) -> Vec<B
     buckets
 }
 
-/// Either trained head.
+/// Either trained head (adaptive boxed: it is the larger by far).
 #[derive(Debug, Clone)]
 pub enum BucketedHead {
     Dsoftmax(DsoftmaxHead),
-    Adaptive(AdaptiveHead),
+    Adaptive(Box<AdaptiveHead>),
 }
 
 impl BucketedHead {
     pub fn new(kind: BucketKind, name: &str, d: usize, vocab: usize, b: &[Bucket]) -> Result<Self> {
         Ok(match kind {
             BucketKind::Dsoftmax => Self::Dsoftmax(DsoftmaxHead::new(name, d, vocab, b)?),
-            BucketKind::Adaptive => Self::Adaptive(AdaptiveHead::new(name, d, vocab, b)?),
+            BucketKind::Adaptive => Self::Adaptive(Box::new(AdaptiveHead::new(name, d, vocab, b)?)),
         })
     }
 
     pub fn head(&self) -> &dyn Predictor {
         match self {
             Self::Dsoftmax(h) => h,
-            Self::Adaptive(h) => h,
+            Self::Adaptive(h) => h.as_ref(),
         }
     }
 

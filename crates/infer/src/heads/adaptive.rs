@@ -28,6 +28,8 @@ pub struct AdaptiveHead {
     /// `[H + C, d]`: the head words, then one row per cluster.
     head: PackedBucket,
     clusters: Vec<PackedBucket>,
+    /// `[vocab]`: each word's level (0 the head, `c + 1` tail cluster `c`) and row in it.
+    place: Vec<(u32, u32)>,
 }
 
 /// Per-thread scratch, so queries do not allocate once warm.
@@ -71,12 +73,19 @@ impl AdaptiveHead {
             .enumerate()
             .map(|(c, b)| PackedBucket::new(b, d, 0, vocab, &format!("adaptive cluster {c}")))
             .collect::<Result<_>>()?;
+        let mut place = vec![(0, 0); vocab];
+        for (level, b) in buckets.iter().enumerate() {
+            for (row, &id) in b.ids.iter().enumerate() {
+                place[id as usize] = (level as u32, row as u32);
+            }
+        }
         Ok(AdaptiveHead {
             name: name.into(),
             d,
             vocab,
             head,
             clusters,
+            place,
         })
     }
 
@@ -111,6 +120,36 @@ impl AdaptiveHead {
         let buckets = bucketed::get_buckets(t, &m.params["dims"], m.d, n_clusters)?;
         Self::new(name, m.d, m.vocab_size, &buckets)
             .map_err(|e| Error::format(t.origin(), e.to_string()))
+    }
+
+    /// `log p(word | h)` under this model, and its cost in length-`d` dot products: the head
+    /// level, then for a tail word its own cluster only (what perplexity needs, L2S's Table 6).
+    pub fn log_prob(&self, h: &[f32], word: u32) -> (f64, f64) {
+        let (level, row) = self.place[word as usize];
+        SCRATCH.with(|s| {
+            let Scratch {
+                view: q, logits, ..
+            } = &mut *s.borrow_mut();
+            q.resize(self.d, 0.0);
+            let n = self.head.rows.n_rows();
+            logits.resize(n.max(logits.len()), 0.0);
+            self.head.rows.logits_into(h, &mut logits[..n]);
+            let lse = crate::kernels::log_sum_exp(&logits[..n]);
+            let cost = self.head.cost(self.d);
+            if level == 0 {
+                return (logits[row as usize] as f64 - lse, cost);
+            }
+            let c = level as usize - 1;
+            let log_p_cluster = logits[self.head.words + c] as f64 - lse;
+            let cluster = &self.clusters[c];
+            let m = cluster.rows.n_rows();
+            logits.resize(m.max(logits.len()), 0.0);
+            cluster
+                .rows
+                .logits_into(cluster.view(h, q), &mut logits[..m]);
+            let log_p = logits[row as usize] as f64 - crate::kernels::log_sum_exp(&logits[..m]);
+            (log_p_cluster + log_p, cost + cluster.cost(self.d))
+        })
     }
 
     /// The query; returns its cost in length-`d` dot products.
@@ -267,6 +306,12 @@ mod tests {
                     assert_eq!(g.id, w.0, "k = {k}");
                     assert!((g.logit - w.1).abs() < 1e-4);
                 }
+            }
+            // One word's log-probability, as perplexity asks for it.
+            for (id, lp) in log_probs(&b, d, h) {
+                let (got, cost) = head.log_prob(h, id);
+                assert!((got - lp as f64).abs() < 1e-4, "word {id}: {got} vs {lp}");
+                assert!(cost >= 22.0 && (id < 20) == (cost == 22.0));
             }
             let cost = head.cost(h);
             if cost == 22 {

@@ -699,6 +699,11 @@ impl HnswHead {
         self.ef_search
     }
 
+    /// [`SoftmaxHead::top_k_into`] that also returns the dot products it spent.
+    pub fn search_into(&self, h: &[f32], k: usize, out: &mut TopK) -> usize {
+        self.index.top_k_into(h, k, self.ef_search, Some(out))
+    }
+
     pub fn index(&self) -> &Arc<HnswIndex> {
         &self.index
     }
