@@ -6,7 +6,8 @@
 - the paper's two findings per pair: distilled − direct BLEU (beam 5, batch 16) and each
   student's BLEU lost from beam 5 to beam 2, with the teacher's BLEU beside;
 - Figure 1 as a table: every model and serving at beam 5, batch 16 (BLEU, words/s, size);
-- Figure 3: BLEU and words/s at beam 1-5 x batch 1/16/64 for the direct and distilled students;
+- Figure 3: BLEU and words/s at beam 1-5 x batch 1/16/64 for the direct and distilled students
+  and the shipped one;
 - Table 3: the distilled student's servings (f32, int16, the map, int8 + the map);
 - Marian against our student, one run, when its rows exist.
 """
@@ -51,9 +52,10 @@ def main():
         if r["beam"] == 5 and r["batch"] == 16:
             print(f"| {r['pair']} | {r['model']} | {r['bleu']:.2f} | {r['words_per_s']:,.0f} | {r['bytes'] / 1e6:.1f} |")
 
-    print("\n### Figure 3: beam × batch, f32 (BLEU / words/s, 1 thread)\n")
+    print("\n### Figure 3: beam × batch (BLEU / words/s, 1 thread)\n")
+    print("The students in f32; the shipped one int8 with its map, as an app serves it.\n")
     for p in pairs:
-        for m in ["direct", "distilled-tiny"]:
+        for m in ["direct", "distilled-tiny", "shipped int8+vmap"]:
             grid = [r for r in rs if r["pair"] == p and r["model"] == m]
             batches = sorted({r["batch"] for r in grid})
             beams = sorted({r["beam"] for r in grid})
