@@ -9,10 +9,10 @@ use serde::Serialize;
 
 use crate::error::{Error, Result};
 use crate::head::{Predictor, SoftmaxHead};
-use crate::heads::hnsw::{self, Space};
+use crate::heads::hnsw::Space;
+use crate::heads::registry::HeadLoader;
 use crate::heads::{
-    read_head, AdaptiveHead, FullHead, HnswHead, HnswIndex, L2sHead, LowRank, SvdHead,
-    HEAD_MANIFEST,
+    read_head, AdaptiveHead, FullHead, HnswHead, L2sHead, LowRank, SvdHead, HEAD_MANIFEST,
 };
 use crate::kernels::rows::ExactRows;
 use crate::kernels::{dot, log_sum_exp};
@@ -220,12 +220,8 @@ pub enum Scorer {
         fallback: LowRank,
         exact: ExactRows,
     },
-    /// SVD-softmax: the low-rank preview of every word, exact logits for its best `n`.
-    Preview {
-        fallback: LowRank,
-        n: usize,
-        exact: ExactRows,
-    },
+    /// SVD-softmax: the low-rank preview of every word, exact logits for its best `N`.
+    Preview(SvdHead),
     /// Adaptive softmax: its own `log p(w)`, from the head level and the target's cluster only.
     Adaptive(AdaptiveHead),
 }
@@ -250,24 +246,14 @@ impl Scorer {
 
     /// SVD-softmax with a rank-`rank` preview and `n` exact words (`svd-rR-nN`).
     pub fn preview(full: &FullHead, rank: usize, n: usize) -> Result<Self> {
-        if n == 0 || n > SoftmaxHead::vocab_size(full) {
-            return Err(Error::Invalid(format!(
-                "svd: N = {n} exact words is out of range: choose 1 ≤ N ≤ {}",
-                SoftmaxHead::vocab_size(full)
-            )));
-        }
-        Ok(Scorer::Preview {
-            fallback: LowRank::new(full, rank)?,
-            n,
-            exact: ExactRows::new(full.matrix(), None),
-        })
+        Ok(Scorer::Preview(SvdHead::new(full, rank, n)?))
     }
 
     pub fn name(&self) -> String {
         match self {
             Scorer::Cluster { head, .. } => SoftmaxHead::name(head).to_string(),
             Scorer::Graph { head, .. } => SoftmaxHead::name(head).to_string(),
-            Scorer::Preview { fallback, n, .. } => format!("svd-r{}-n{n}", fallback.rank()),
+            Scorer::Preview(head) => SoftmaxHead::name(head).to_string(),
             Scorer::Adaptive(head) => SoftmaxHead::name(head).to_string(),
         }
     }
@@ -275,9 +261,8 @@ impl Scorer {
     /// Rank of the low-rank logits (0 for adaptive softmax, which needs none).
     pub fn rank(&self) -> usize {
         match self {
-            Scorer::Cluster { fallback, .. }
-            | Scorer::Graph { fallback, .. }
-            | Scorer::Preview { fallback, .. } => fallback.rank(),
+            Scorer::Cluster { fallback, .. } | Scorer::Graph { fallback, .. } => fallback.rank(),
+            Scorer::Preview(head) => head.rank(),
             Scorer::Adaptive(_) => 0,
         }
     }
@@ -285,22 +270,7 @@ impl Scorer {
     /// `−log p(next | h)` and the length-`d` dot products spent. `logits` is scratch `[vocab]`,
     /// `q` scratch `[rank]`, `top` scratch for the candidates.
     fn nll(&self, h: &[f32], next: u32, s: &mut ScorerScratch) -> (f64, f64) {
-        let ScorerScratch {
-            logits,
-            q,
-            top,
-            order,
-        } = s;
-        let exact_into =
-            |exact: &ExactRows, ids: &mut dyn Iterator<Item = u32>, logits: &mut [f32]| {
-                let mut n = 0;
-                for id in ids {
-                    let (row, b) = exact.row(id as usize);
-                    logits[id as usize] = dot(row, h) + b;
-                    n += 1;
-                }
-                n as f64
-            };
+        let ScorerScratch { logits, q, top } = s;
         let cost = match self {
             Scorer::Cluster { head, fallback } => {
                 let rows = head.logits_with_fallback(h, fallback, q, logits);
@@ -312,19 +282,14 @@ impl Scorer {
                 exact,
             } => {
                 fallback.logits_into(h, q, logits);
-                let searched = head.search_into(h, head.ef_search(), top) as f64;
-                searched + exact_into(exact, &mut top.ids(), logits) + fallback.cost()
+                let searched = head.search_into(h, head.ef_search(), top);
+                for id in top.ids() {
+                    let (row, b) = exact.row(id as usize);
+                    logits[id as usize] = dot(row, h) + b;
+                }
+                (searched + top.as_slice().len()) as f64 + fallback.cost()
             }
-            Scorer::Preview { fallback, n, exact } => {
-                fallback.logits_into(h, q, logits);
-                order.clear();
-                order.extend(0..logits.len() as u32);
-                order.select_nth_unstable_by(n - 1, |&a, &b| {
-                    logits[b as usize].total_cmp(&logits[a as usize])
-                });
-                let best = &order[..*n];
-                exact_into(exact, &mut best.iter().copied(), logits) + fallback.cost()
-            }
+            Scorer::Preview(head) => head.logits_into(h, logits),
             Scorer::Adaptive(head) => {
                 let (log_p, cost) = head.log_prob(h, next);
                 return (-log_p, cost);
@@ -348,13 +313,7 @@ pub fn scorer_for(model_dir: &Path, lm: &LanguageModel, name: &str, rank: usize)
         HnswHead::parse_ip_name(name).map(|ef| (Space::InnerProduct, ef))
     };
     if let Some((space, ef)) = space {
-        let index = HnswIndex::build_in(
-            full,
-            space,
-            hnsw::DEFAULT_M,
-            hnsw::DEFAULT_EF_CONSTRUCTION,
-            hnsw::DEFAULT_SEED,
-        )?;
+        let index = HeadLoader::new(model_dir, full).hnsw_index(space)?;
         return Scorer::graph(HnswHead::new(index, ef)?, full, rank);
     }
     let dir = model_dir.join("heads").join(name);
@@ -381,7 +340,6 @@ struct ScorerScratch {
     logits: Vec<f32>,
     q: Vec<f32>,
     top: TopK,
-    order: Vec<u32>,
 }
 
 /// Perplexity from a fast head's distribution (a [`Scorer`]) against the exact perplexity, with

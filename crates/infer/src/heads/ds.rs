@@ -128,6 +128,11 @@ impl DsHead {
         self.routed.sets[e].n_rows()
     }
 
+    /// The word id of expert `e`'s `i`-th word (its words are in ascending id order).
+    pub fn expert_id(&self, e: usize, i: usize) -> u32 {
+        self.routed.sets[e].id(i)
+    }
+
     /// Whether word `c` survives in expert `e`.
     pub fn expert_covers(&self, e: usize, c: u32) -> bool {
         let set = &self.routed.sets[e];

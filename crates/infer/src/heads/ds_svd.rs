@@ -18,11 +18,9 @@ use crate::topk::{TopK, K_MAX};
 pub struct DsSvdHead {
     name: String,
     ds: DsHead,
-    /// Per expert: SVD-softmax over its rows (word `i` of it = the expert's `i`-th id), where
+    /// Per expert: SVD-softmax over its rows (word `i` of it = [`DsHead::expert_id`]), where
     /// it cuts the expert's cost.
     previews: Vec<Option<SvdHead>>,
-    /// Per expert: its word ids, ascending.
-    ids: Vec<Vec<u32>>,
 }
 
 impl DsSvdHead {
@@ -35,7 +33,7 @@ impl DsSvdHead {
                 ds.name()
             )));
         }
-        let (mut previews, mut ids) = (vec![], vec![]);
+        let mut previews = vec![];
         for e in 0..ds.n_experts() {
             let x = ds.expert(e);
             let n = x.ids.len();
@@ -47,13 +45,11 @@ impl DsSvdHead {
             } else {
                 None
             });
-            ids.push(x.ids);
         }
         Ok(DsSvdHead {
             name: format!("{}+svd-r{rank}-p{percent}", ds.name()),
             ds,
             previews,
-            ids,
         })
     }
 
@@ -88,8 +84,7 @@ impl SoftmaxHead for DsSvdHead {
         match &self.previews[e] {
             Some(svd) if k <= svd.n_candidates() => {
                 svd.top_k_into(h, k, out);
-                let ids = &self.ids[e];
-                out.map_ids(|i| ids[i as usize]);
+                out.map_ids(|i| self.ds.expert_id(e, i as usize));
                 out.scale_logits(g);
             }
             _ => self.ds.top_k_into(h, k, out),

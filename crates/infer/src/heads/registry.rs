@@ -114,7 +114,8 @@ impl<'a> HeadLoader<'a> {
         Ok(ix)
     }
 
-    fn hnsw_index(&self, space: Space) -> Result<Arc<HnswIndex>> {
+    /// The graph over the output layer in `space`, built on first use.
+    pub(crate) fn hnsw_index(&self, space: Space) -> Result<Arc<HnswIndex>> {
         let cell = &self.hnsw[(space == Space::InnerProduct) as usize];
         if let Some(ix) = cell.get() {
             return Ok(ix.clone());

@@ -12,6 +12,7 @@ use crate::error::{Error, Result};
 use crate::head::SoftmaxHead;
 use crate::heads::full::FullHead;
 use crate::heads::lowrank::LowRank;
+use crate::kernels::dot;
 use crate::kernels::rows::ExactRows;
 use crate::topk::TopK;
 
@@ -30,7 +31,7 @@ pub struct SvdHead {
 struct Scratch {
     /// The projected context `[r]`.
     q: Vec<f32>,
-    /// Preview logits `[vocab]`.
+    /// Preview logits `[vocab]` (top-k only: `logits_into` previews into its output).
     preview: Vec<f32>,
     /// A copy of them, for selecting the `N`-th largest.
     sorted: Vec<f32>,
@@ -74,6 +75,42 @@ impl SvdHead {
     pub fn n_candidates(&self) -> usize {
         self.n_candidates
     }
+
+    /// Every word's logit `out [vocab]` as SVD-softmax gives it (the preview, exact for the best
+    /// `N`), for a whole distribution (perplexity); returns the cost in length-`d` dot products.
+    pub fn logits_into(&self, h: &[f32], out: &mut [f32]) -> f64 {
+        SCRATCH.with(|s| {
+            let Scratch {
+                q, sorted, chosen, ..
+            } = &mut *s.borrow_mut();
+            q.resize(self.rank(), 0.0);
+            self.preview.logits_into(h, q, out);
+            choose(out, self.n_candidates, sorted, chosen);
+            for &id in chosen.iter() {
+                let (row, b) = self.exact.row(id as usize);
+                out[id as usize] = dot(row, h) + b;
+            }
+        });
+        self.preview.cost() + self.n_candidates as f64
+    }
+}
+
+/// The ids of the `n` best `preview`s into `chosen`, in id order: ties at the cut go to the
+/// lower ids, as in the full head. `sorted` is scratch.
+fn choose(preview: &[f32], n: usize, sorted: &mut Vec<f32>, chosen: &mut Vec<u32>) {
+    // The n-th best preview, by selection (linear) rather than a size-n heap.
+    sorted.clear();
+    sorted.extend_from_slice(preview);
+    let (_, &mut cut, _) = sorted.select_nth_unstable_by(n - 1, |a, b| b.total_cmp(a));
+    let above = preview.iter().filter(|&&p| p > cut).count();
+    let mut ties = n - above;
+    chosen.clear();
+    for (i, &p) in preview.iter().enumerate() {
+        if p > cut || (p == cut && ties > 0) {
+            ties -= (p == cut) as usize;
+            chosen.push(i as u32);
+        }
+    }
 }
 
 impl SoftmaxHead for SvdHead {
@@ -88,7 +125,6 @@ impl SoftmaxHead for SvdHead {
     }
 
     fn top_k_into(&self, h: &[f32], k: usize, out: &mut TopK) {
-        let n = self.n_candidates.max(k);
         SCRATCH.with(|s| {
             let Scratch {
                 q,
@@ -99,20 +135,7 @@ impl SoftmaxHead for SvdHead {
             q.resize(self.rank(), 0.0);
             preview.resize(self.vocab_size(), 0.0);
             self.preview.logits_into(h, q, preview);
-            // The N-th best preview, by selection (linear) rather than a size-N heap.
-            sorted.clear();
-            sorted.extend_from_slice(preview);
-            let (_, &mut cut, _) = sorted.select_nth_unstable_by(n - 1, |a, b| b.total_cmp(a));
-            let above = preview.iter().filter(|&&p| p > cut).count();
-            let mut ties = n - above;
-            // In id order, so ties break as in the full head.
-            chosen.clear();
-            for (i, &p) in preview.iter().enumerate() {
-                if p > cut || (p == cut && ties > 0) {
-                    ties -= (p == cut) as usize;
-                    chosen.push(i as u32);
-                }
-            }
+            choose(preview, self.n_candidates.max(k), sorted, chosen);
             out.reset(k);
             self.exact.push_rows(chosen, h, out);
         });
@@ -137,6 +160,27 @@ mod tests {
         for h in values(40 * d, 3).chunks(d) {
             let want: Vec<u32> = full.top_k(h, 10).unwrap().iter().map(|s| s.id).collect();
             let got: Vec<u32> = head.top_k(h, 10).unwrap().iter().map(|s| s.id).collect();
+            assert_eq!(got, want);
+        }
+    }
+
+    #[test]
+    fn logits_are_the_preview_with_the_best_n_exact() {
+        let (v, d, n) = (120, 10, 7);
+        let (w, bias) = (values(v * d, 7), values(v, 8));
+        let full = FullHead::new(&w, &bias, d).unwrap();
+        let head = SvdHead::new(&full, 3, n).unwrap();
+        let preview = LowRank::new(&full, 3).unwrap();
+        let (mut got, mut want, mut q) = (vec![0.0; v], vec![0.0; v], vec![0.0; 3]);
+        for h in values(20 * d, 9).chunks(d) {
+            let cost = head.logits_into(h, &mut got);
+            assert_eq!(cost, preview.cost() + n as f64);
+            preview.logits_into(h, &mut q, &mut want);
+            let mut order: Vec<usize> = (0..v).collect();
+            order.sort_by(|&a, &b| want[b].total_cmp(&want[a]));
+            for &i in &order[..n] {
+                want[i] = dot(&w[i * d..(i + 1) * d], h) + bias[i];
+            }
             assert_eq!(got, want);
         }
     }
