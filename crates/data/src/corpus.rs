@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use crate::{io_err, Error, Result, Vocab};
+use crate::{io_err, Error, Result, Vocab, EOS, UNK};
 
 /// Reads a text file as a list of lines, with a clear error when it is missing.
 fn read_text(path: &Path) -> Result<String> {
@@ -23,6 +23,22 @@ pub fn vocab_of_file(path: &Path) -> Result<Vocab> {
 /// The words of a file seen at least `min_count` times, most frequent first (ties by spelling),
 /// plus `<unk>` and `<eos>`; rarer words will read as `<unk>`.
 pub fn vocab_of_file_min_count(path: &Path, min_count: usize) -> Result<Vocab> {
+    vocab_of_file_limited(path, min_count, None)
+}
+
+/// As [`vocab_of_file_min_count`], with at most `max_size` entries (`<unk>` and `<eos>`
+/// included): the most frequent words, as the L2S paper shrinks PTB's vocabulary for its
+/// Figure 8. `None`: no cap.
+pub fn vocab_of_file_limited(
+    path: &Path,
+    min_count: usize,
+    max_size: Option<usize>,
+) -> Result<Vocab> {
+    if let Some(m) = max_size.filter(|&m| m < 3) {
+        return Err(Error::Invalid(format!(
+            "a vocabulary of at most {m} entries holds no word beside <unk> and <eos>: choose train.max_vocab ≥ 3"
+        )));
+    }
     let text = read_text(path)?;
     let mut counts: std::collections::HashMap<&str, u64> = std::collections::HashMap::new();
     for t in text.split_whitespace() {
@@ -33,7 +49,18 @@ pub fn vocab_of_file_min_count(path: &Path, min_count: usize) -> Result<Vocab> {
         .filter(|&(_, c)| c >= min_count as u64)
         .collect();
     entries.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
-    let vocab = Vocab::from_words(entries.into_iter().map(|(w, _)| w.to_string()).collect())?;
+    let mut words: Vec<String> = entries.into_iter().map(|(w, _)| w.to_string()).collect();
+    if let Some(max) = max_size {
+        // The longest prefix that leaves room for the specials it lacks.
+        let special = |w: &String| w == UNK || w == EOS;
+        let (mut len, mut specials) = (0, 0);
+        while len < words.len() && len + 1 + (2 - specials - special(&words[len]) as usize) <= max {
+            specials += special(&words[len]) as usize;
+            len += 1;
+        }
+        words.truncate(len);
+    }
+    let vocab = Vocab::from_words(words)?;
     if vocab.len() <= 2 && min_count > 1 {
         return Err(Error::Invalid(format!(
             "{}: no word appears {min_count} times; lower train.min_count",
@@ -125,5 +152,31 @@ mod tests {
         assert_eq!(frequent.get("c"), None);
         let err = vocab_of_file_min_count(&train, 9).unwrap_err().to_string();
         assert!(err.contains("min_count"), "{err}");
+    }
+
+    #[test]
+    fn max_size_keeps_the_most_frequent_words_and_the_specials() {
+        let dir = tempfile::tempdir().unwrap();
+        let train = dir.path().join("train.txt");
+        std::fs::write(
+            &train,
+            "b a b c <unk>
+a b b <unk> d
+",
+        )
+        .unwrap();
+        // b ×4, a ×2, <unk> ×2, c, d: three entries leave room for b and <eos> only.
+        let v = vocab_of_file_limited(&train, 1, Some(3)).unwrap();
+        assert_eq!((v.len(), v.word(0)), (3, "b"));
+        assert!(v.get("<unk>").is_some() && v.get("<eos>").is_some() && v.get("a").is_none());
+        // <unk> is among the text's four most frequent entries, so it takes no extra room.
+        let v = vocab_of_file_limited(&train, 1, Some(4)).unwrap();
+        assert_eq!(v.len(), 4);
+        assert!(v.get("a").is_some() && v.get("c").is_none());
+        assert_eq!(vocab_of_file_limited(&train, 1, Some(99)).unwrap().len(), 6);
+        let err = vocab_of_file_limited(&train, 1, Some(2))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("max_vocab"), "{err}");
     }
 }

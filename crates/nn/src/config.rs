@@ -25,6 +25,12 @@ pub struct LmConfig {
     /// Share the output matrix with the embedding (needs `d_embed == d_hidden`).
     #[serde(default)]
     pub tied: bool,
+    /// The shared matrix factorisation (Yu et al. 2018, the fast word predictor paper's "tying
+    /// weight + matrix factorization" baseline): the embedding is `A [vocab, r] · B [r, d_embed]`,
+    /// shared with the tied output layer. Needs `tied`; exported as the product, so the engine
+    /// serves it as any tied model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub factor_rank: Option<usize>,
     /// Parameters start uniform in `[-init_range, init_range]`.
     #[serde(default = "default_init_range")]
     pub init_range: f64,
@@ -59,6 +65,11 @@ pub struct TrainConfig {
     /// as `<unk>`). 1 keeps every word.
     #[serde(default = "default_min_count")]
     pub min_count: usize,
+    /// At most this many vocabulary entries (`<unk>` and `<eos>` included): the most frequent
+    /// words, the others read as `<unk>` (the L2S paper's Figure 8 shrinks PTB so). No cap if
+    /// absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_vocab: Option<usize>,
     /// The softmax of the training loss. Evaluation always uses the exact full softmax.
     #[serde(default)]
     pub softmax: TrainingSoftmax,
@@ -132,7 +143,7 @@ impl ExperimentConfig {
                 samples > 0 && (0.0..=1.0).contains(&power)
             }
         };
-        let checks: [(bool, &str); 13] = [
+        let checks: [(bool, &str); 14] = [
             (m.d_embed > 0, "model.d_embed must be > 0"),
             (m.d_hidden > 0, "model.d_hidden must be > 0"),
             (m.n_layers > 0, "model.n_layers must be > 0"),
@@ -143,6 +154,11 @@ impl ExperimentConfig {
             (
                 !m.tied || m.d_embed == m.d_hidden,
                 "model.tied needs d_embed == d_hidden",
+            ),
+            (
+                m.factor_rank
+                    .is_none_or(|r| m.tied && r >= 1 && r < m.d_embed),
+                "model.factor_rank needs tied: true and 1 ≤ factor_rank < d_embed",
             ),
             (
                 t.lr > 0.0 && t.lr.is_finite(),
@@ -178,5 +194,37 @@ impl ExperimentConfig {
             Some((_, msg)) => Err(msg.to_string()),
             None => Ok(()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(model_extra: &str, train_extra: &str) -> ExperimentConfig {
+        serde_json::from_str(&format!(
+            r#"{{"model": {{"cell": "lstm", "d_embed": 8, "d_hidden": 8, "n_layers": 1{model_extra}}},
+                "train": {{"lr": 1.0, "lr_decay": 1.0, "decay_from_epoch": 1, "epochs": 1,
+                           "batch_size": 2, "bptt": 4, "clip_norm": 1.0, "seed": 1{train_extra}}}}}"#
+        ))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_factorised_embedding_needs_tied_weights_and_a_rank_below_d_embed() {
+        let c = config("", "");
+        assert_eq!((c.model.factor_rank, c.train.max_vocab), (None, None));
+        assert!(c.validate().is_ok());
+        assert!(config(r#", "tied": true, "factor_rank": 4"#, "")
+            .validate()
+            .is_ok());
+        for bad in [
+            r#", "factor_rank": 4"#,
+            r#", "tied": true, "factor_rank": 8"#,
+        ] {
+            let err = config(bad, "").validate().unwrap_err();
+            assert!(err.contains("factor_rank"), "{err}");
+        }
+        assert_eq!(config("", r#", "max_vocab": 50"#).train.max_vocab, Some(50));
     }
 }

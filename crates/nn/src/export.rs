@@ -33,7 +33,8 @@ pub(crate) fn bias(l: &Linear) -> Vec<f32> {
 
 /// Copies the weights of `model` out of burn.
 pub fn to_weights(model: &LanguageModel, vocab: &Vocab) -> LmWeights {
-    let [vocab_size, d_embed] = model.embedding.weight.dims();
+    let embedding = model.embedding_matrix();
+    let [vocab_size, d_embed] = embedding.dims();
     let layers = model
         .layers
         .iter()
@@ -59,7 +60,7 @@ pub fn to_weights(model: &LanguageModel, vocab: &Vocab) -> LmWeights {
             tied: model.output.is_none(),
         },
         vocab: vocab.clone(),
-        embedding: values(model.embedding.weight.val()),
+        embedding: values(embedding),
         layers,
         output_weight,
         output_bias,

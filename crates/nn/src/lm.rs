@@ -179,8 +179,10 @@ impl RecurrentLayer {
 /// The language model trained by `train-lm`.
 #[derive(Module, Debug)]
 pub struct LanguageModel {
-    /// weight [vocab, d_embed]
+    /// weight [vocab, d_embed], or `A` [vocab, r] when factorised
     pub embedding: Embedding,
+    /// `B` [r, d_embed] of a factorised embedding `A · B` (`model.factor_rank`).
+    pub embedding_factor: Option<Param<Tensor<2>>>,
     pub layers: Vec<RecurrentLayer>,
     /// weight [d_hidden, vocab]; `None` when tied to the embedding.
     pub output: Option<Linear>,
@@ -212,10 +214,20 @@ impl LmConfig {
                 .init(device);
             (Some(out), None)
         };
+        // A · B starts with the spread of a plain embedding: B ~ U(±√(3/r)).
+        let (d_rows, embedding_factor) = match self.factor_rank {
+            Some(rank) => {
+                let s = (3.0 / rank as f64).sqrt();
+                let b = Initializer::Uniform { min: -s, max: s }.init([rank, self.d_embed], device);
+                (rank, Some(b))
+            }
+            None => (self.d_embed, None),
+        };
         LanguageModel {
-            embedding: EmbeddingConfig::new(vocab_size, self.d_embed)
+            embedding: EmbeddingConfig::new(vocab_size, d_rows)
                 .with_initializer(init)
                 .init(device),
+            embedding_factor,
             layers,
             output,
             tied_bias,
@@ -253,7 +265,13 @@ impl LanguageModel {
         mut state: LmState,
         ops: Ops,
     ) -> (Tensor<3>, LmState) {
-        let mut x = self.dropout.forward(self.embedding.forward(tokens));
+        let mut x = self.embedding.forward(tokens);
+        if let Some(b) = &self.embedding_factor {
+            let [n, t, r] = x.dims();
+            let d = b.dims()[1];
+            x = x.reshape([n * t, r]).matmul(b.val()).reshape([n, t, d]);
+        }
+        let mut x = self.dropout.forward(x);
         for (l, layer) in self.layers.iter().enumerate() {
             x = self
                 .dropout
@@ -272,8 +290,17 @@ impl LanguageModel {
     pub fn output_layer(&self) -> (Tensor<2>, Tensor<1>) {
         match (&self.output, &self.tied_bias) {
             (Some(out), _) => weight_and_bias(out),
-            (None, Some(b)) => (self.embedding.weight.val().transpose(), b.val()),
+            (None, Some(b)) => (self.embedding_matrix().transpose(), b.val()),
             (None, None) => unreachable!("a model has an output layer or a tied bias"),
+        }
+    }
+
+    /// The word embeddings [vocab, d_embed] (`A · B` when factorised).
+    pub fn embedding_matrix(&self) -> Tensor<2> {
+        let a = self.embedding.weight.val();
+        match &self.embedding_factor {
+            Some(b) => a.matmul(b.val()),
+            None => a,
         }
     }
 

@@ -141,9 +141,11 @@ pub fn train(cfg: &ExperimentConfig, opts: &TrainOptions, device: &Device) -> Re
             })?
             .vocab()
             .clone(),
-        None => {
-            fastsoftmax_data::corpus::vocab_of_file_min_count(&opts.train, cfg.train.min_count)?
-        }
+        None => fastsoftmax_data::corpus::vocab_of_file_limited(
+            &opts.train,
+            cfg.train.min_count,
+            cfg.train.max_vocab,
+        )?,
     };
     let train_ids = fastsoftmax_data::corpus::read_tokens(&opts.train, &vocab)?;
     // The sampled softmax's proposal (unigram counts of the training text) and its sample size.
@@ -758,6 +760,7 @@ mod tests {
             n_layers: 1,
             dropout: 0.0,
             tied: false,
+            factor_rank: None,
             init_range: 0.5,
         };
         let model = config.init(17, &device);

@@ -79,6 +79,7 @@ fn check_on(device: &Device, fused: Ops, cell: Cell, tied: bool, alpha: f32) {
         n_layers: 2,
         dropout: 0.0,
         tied,
+        factor_rank: None,
         init_range: 0.5,
     };
     let model = config.init(vocab, &device);
@@ -218,6 +219,7 @@ fn fused_ops_run_without_autodiff() {
             n_layers: 1,
             dropout: 0.0,
             tied: false,
+            factor_rank: None,
             init_range: 0.5,
         }
         .init(20, &device);
@@ -274,6 +276,7 @@ fn shifted_biases_keep_the_loss_and_centre_log_z() {
             n_layers: 1,
             dropout: 0.0,
             tied,
+            factor_rank: None,
             init_range: 0.5,
         }
         .init(300, &device);
@@ -337,6 +340,7 @@ fn wgpu_fused_ops_run_without_autodiff() {
             n_layers: 1,
             dropout: 0.0,
             tied: false,
+            factor_rank: None,
             init_range: 0.5,
         }
         .init(700, &device);

@@ -25,6 +25,7 @@ fn check(cell: Cell) {
         n_layers: 2,
         dropout: 0.0,
         tied: false,
+        factor_rank: None,
         init_range: 0.1,
     };
     let (vocab, batch, bptt) = (300, 4, 20);

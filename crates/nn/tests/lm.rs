@@ -20,6 +20,7 @@ fn lm_config(cell: Cell, tied: bool) -> LmConfig {
         n_layers: 2,
         dropout: 0.0,
         tied,
+        factor_rank: None,
         init_range: 0.3,
     }
 }
@@ -29,15 +30,26 @@ fn fixture_vocab(n: usize) -> Vocab {
 }
 
 /// The engine's logits match burn's forward within 1e-4 and give the same top-5, for every
-/// cell type and for tied weights. (Expected values come from burn itself on the same weights.)
+/// cell type, for tied weights and for a factorised tied embedding (exported as the product).
+/// (Expected values come from burn itself on the same weights.)
 #[test]
 fn engine_matches_burn_forward() {
     let _seeded = SEEDED.lock().unwrap_or_else(|e| e.into_inner());
     let device = Device::flex();
-    for (cell, tied) in [(Cell::Lstm, false), (Cell::Gru, false), (Cell::Lstm, true)] {
+    let cases = [
+        (Cell::Lstm, false, None),
+        (Cell::Gru, false, None),
+        (Cell::Lstm, true, None),
+        (Cell::Lstm, true, Some(5)),
+    ];
+    for (cell, tied, factor_rank) in cases {
         device.seed(7);
         let vocab = fixture_vocab(40);
-        let model = lm_config(cell, tied).init(vocab.len(), &device);
+        let config = LmConfig {
+            factor_rank,
+            ..lm_config(cell, tied)
+        };
+        let model = config.init(vocab.len(), &device);
         let tokens: Vec<u32> = (0..12).map(|i| (i * 7 % 40) as u32).collect();
         let (h, _) = model.hidden(
             ids_tensor(&tokens, 1, tokens.len(), &device),
@@ -62,7 +74,7 @@ fn engine_matches_burn_forward() {
             for (a, b) in got.iter().zip(row) {
                 assert!(
                     (a - b).abs() < 1e-4,
-                    "{cell:?} tied={tied} step {t}: {a} vs {b}"
+                    "{cell:?} tied={tied} factor_rank={factor_rank:?} step {t}: {a} vs {b}"
                 );
             }
             let mut top = TopK::new(5);
@@ -106,6 +118,7 @@ fn train_config(epochs: usize) -> ExperimentConfig {
             clip_norm: 5.0,
             seed: 3,
             min_count: 1,
+            max_vocab: None,
             softmax: Default::default(),
             self_norm: 0.0,
         },
