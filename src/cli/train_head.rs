@@ -65,6 +65,10 @@ pub struct CandidatesArgs {
     /// Passes over the training positions [default 12].
     #[arg(long)]
     epochs: Option<usize>,
+    /// Seed of the initialisation, the lists and the batch order (overrides the config's), to
+    /// measure how far two runs of one recipe land.
+    #[arg(long)]
+    seed: Option<u64>,
     /// Use at most N training positions, evenly spaced (0 = all).
     #[arg(long)]
     max_samples: Option<usize>,
@@ -637,6 +641,9 @@ fn run_candidates(a: CandidatesArgs) -> anyhow::Result<()> {
     }
     if let Some(e) = a.epochs {
         cfg.epochs = e;
+    }
+    if let Some(seed) = a.seed {
+        cfg.seed = seed;
     }
     if let Some(m) = a.max_samples {
         cfg.max_samples = m;
