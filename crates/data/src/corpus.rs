@@ -158,13 +158,7 @@ mod tests {
     fn max_size_keeps_the_most_frequent_words_and_the_specials() {
         let dir = tempfile::tempdir().unwrap();
         let train = dir.path().join("train.txt");
-        std::fs::write(
-            &train,
-            "b a b c <unk>
-a b b <unk> d
-",
-        )
-        .unwrap();
+        std::fs::write(&train, "b a b c <unk>\na b b <unk> d\n").unwrap();
         // b ×4, a ×2, <unk> ×2, c, d: three entries leave room for b and <eos> only.
         let v = vocab_of_file_limited(&train, 1, Some(3)).unwrap();
         assert_eq!((v.len(), v.word(0)), (3, "b"));
