@@ -76,6 +76,7 @@ if [ -z "${ONLY:-}" ] || [ "$ONLY" = lstm ]; then
       $B train-lm --config $C/ptb-small-lstm-$v.json --data data/ptb --out "$L" --quiet \
         "${resume[@]}" 2> "$OUT/train-lstm-$v.log"
     fi
+    cp "$L/metrics.json" "$OUT/lstm-$v.metrics.json"   # its valid and test perplexity
     $B bench --model "$L" --text data/ptb/ptb.test.txt --max-contexts 100000 --repeats 5 \
       --json --heads full | jq -c ". + {model: \"lstm-$v\"}"
   done > "$OUT/lstm-bench.jsonl"

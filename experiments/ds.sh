@@ -8,6 +8,7 @@
 #
 #   bash experiments/ds.sh                  # ~2 h on 2 cores; run it on an otherwise idle machine
 #   ONLY=ablations bash experiments/ds.sh   # steps 8b and 9 alone, ~70 min
+#   ONLY=ablations ABLATIONS=no-lasso bash experiments/ds.sh   # one term of step 9
 #   ONLY=table3 bash experiments/ds.sh      # step 10 alone (DS-2, then SVD in the experts), ~15 min
 #
 # Heads are trained into a copy of the model under runs/ so the shipped model keeps only `ds`.
@@ -74,8 +75,9 @@ fi
 if [ "${ONLY:-}" != table3 ]; then
 # 8b. Appendix A from the paper's random first gate (`gate_init = "random"`): the k-means gate
 #     of step 8 finds the super classes on the features before DS trains; here DS must.
-#     Seconds for 10×10, ~8 min for 100×100.
+#     Seconds for 10×10, ~8 min for 100×100; skipped when ABLATIONS is set (below).
 for size in 10 100; do
+  [ -z "${ABLATIONS:-}" ] || break
   $B synthetic --supers $size --subs $size \
       --config "experiments/configs/ds-synthetic-$size-random-gate.json" \
       --out "$OUT/synthetic-${size}x$size-random-gate" 2> "$OUT/synthetic-${size}x$size-random-gate.log"
@@ -83,7 +85,10 @@ done
 
 # 9. Figure A.1: one regulariser switched off at a time by its λ = 0 (configs
 #    ds-*-no-{lasso,expert-lasso,load}.json, otherwise identical to their bases).
-ABLATIONS="no-lasso no-expert-lasso no-load"
+ALL_ABLATIONS="no-lasso no-expert-lasso no-load"
+# ABLATIONS="no-lasso" trains that one alone (8b is skipped; 9a takes seconds, 9b 20–60 min a term);
+# the bench of 9c takes every ablated head that exists.
+ABLATIONS=${ABLATIONS:-$ALL_ABLATIONS}
 # 9a. The paper's own ablation: the 10×10 synthetic task (maps beside step 8's), seconds each.
 for term in $ABLATIONS; do
   $B synthetic --supers 10 --subs 10 --config "experiments/configs/ds-synthetic-10-$term.json" \
@@ -92,20 +97,28 @@ done
 # 9b. PTB, both recipes with the term off throughout: the mitosis run of step 1 (ds-fast-TERM
 #     beside ds-fast, its stages ds-TERM-2 … ds-TERM-32), then the shipped head's last stage
 #     (step 2) from its own ds-TERM-32 (ds-TERM beside ds). The λs are in the configs: --lambda
-#     would set both lassos. ~19 min per term if it prunes like ds; without the group lasso
-#     pruning may stall, and rows, time and memory grow (up to 64 × |V| rows at DS-64).
+#     would set both lassos. ~19 min per term that prunes like ds. Without the group lasso no
+#     row is pruned and the rows double at every split, so its mitosis stops at 16 experts
+#     (ds-ablation-no-lasso.json; ~40 min, 124 MB of rows), and there is no 32-expert stage
+#     for a last stage to start from.
+# A term whose heads exist in $M (an earlier run's, with ONLY=ablations) is not trained again.
 for term in $ABLATIONS; do
+  [ -d "$M/heads/ds-fast-$term" ] && { [ "$term" = no-lasso ] || [ -d "$M/heads/ds-$term" ]; } &&
+    continue
   rm -rf "$M/heads/ds-fast-$term"
   $B train-head ds --model "$M" --config "experiments/configs/ds-ablation-$term.json" \
       --save-stages --name "ds-$term" --quiet 2> "$OUT/train-ds64-$term-mitosis.log"
   mv "$M/heads/ds-$term" "$M/heads/ds-fast-$term"
+  [ "$term" = no-lasso ] && continue
   $B train-head ds --model "$M" --config "experiments/configs/ds-ablation-$term-final.json" \
       --resume-from "ds-$term-32" --name "ds-$term" --quiet 2> "$OUT/train-ds64-$term.log"
 done
 # 9c. Test set, the ablated heads beside those they are compared with, in one bench run.
 HEADS=full,ds
 [ -d "$M/heads/ds-fast" ] && HEADS+=,ds-fast
-for term in $ABLATIONS; do HEADS+=",ds-fast-$term,ds-$term"; done
+for term in $ALL_ABLATIONS; do
+  for h in "ds-fast-$term" "ds-$term"; do [ -d "$M/heads/$h" ] && HEADS+=",$h"; done
+done
 $B bench --model "$M" --text data/ptb/ptb.test.txt --heads "$HEADS" \
     --max-contexts 100000 --repeats 5 --json > "$OUT/bench-ablations.jsonl"
 fi

@@ -53,9 +53,10 @@ pair() {
   esac
 }
 
+$B data fetch tanaka --from "$FROM"
+$B data fetch bible
+
 if [ "$STAGE" = train ]; then
-  $B data fetch tanaka --from "$FROM"
-  $B data fetch bible
   for p in $PAIRS; do
     read -r data src tgt teacher student <<<"$(pair "$p")"
     TEACHER_BUDGET=${BUDGET:-} train "$teacher" "$data" "$src" "$tgt" "$RUNS/$p-teacher"
@@ -185,8 +186,13 @@ for line in open(sys.argv[1]):
         r["network"] = r["model"].split()[0]
         print(json.dumps(r))
 PY
-    $B plot --input "$OUT/figure1-$p.jsonl" --series network --x words_per_s --y bleu \
-      --out "$OUT/figure1-$p" --title "$p: BLEU against words/s (beam 5, batch 16, 1 thread)"
+    if [ -s "$OUT/figure1-$p.jsonl" ]; then
+      $B plot --input "$OUT/figure1-$p.jsonl" --series network --x words_per_s --y bleu \
+        --out "$OUT/figure1-$p" --title "$p: BLEU against words/s (beam 5, batch 16, 1 thread)"
+    else
+      echo "no $p rows at beam 5, batch 16: no Figure 1 for $p yet" >&2
+      rm -f "$OUT/figure1-$p.jsonl"
+    fi
   done
   # The results file's tables, from the rows (and Marian's, once its decode stage ran).
   python3 experiments/nmt_distill_tables.py "$OUT" > "$OUT/tables.md"

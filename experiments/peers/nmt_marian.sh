@@ -12,6 +12,8 @@ MINUTES=${1:-85}
 OUT=${2:-runs/marian}
 PYMARIAN=${PYMARIAN:-pymarian}
 B=./target/release/fastsoftmax
+cargo build --release
+$B data fetch bible
 mkdir -p "$OUT"
 for p in train valid test; do
   for l in en de; do

@@ -21,17 +21,30 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 STAGE=${1:-train}
-TOK=${2:-runs/nmt35/tanaka-teacher}
+# TOKENIZER_MODEL: a translator whose src.subwords.json cuts the Japanese. train-nmt learns the
+# BPE from train.ja alone, deterministically, so the shipped student's is the teacher's; decode
+# also builds the shortlist's links with its vocabularies, the teacher's by default
+# (runs/nmt35/* come from `bash experiments/nmt_distill.sh train tanaka`).
+if [ "$STAGE" = decode ]; then TOK=${2:-runs/nmt35/tanaka-teacher}; else TOK=${2:-assets/models/ja-en-tiny}; fi
 OUT=${3:-runs/marian-tanaka}
 PYMARIAN=${PYMARIAN:-pymarian}
 THREADS=${THREADS:-2}
 PYTHON=${PYTHON:-python3}
 B=./target/release/fastsoftmax
+cargo build --release
+$B data fetch tanaka --from "${FROM:-../shared/data/ja}"
+[ -f "$TOK/src.subwords.json" ] || {
+  echo "no $TOK/src.subwords.json: name a Tanaka translator (train-nmt's folder) as TOKENIZER_MODEL" >&2
+  exit 1
+}
 mkdir -p "$OUT"
 
 if [ "$STAGE" = decode ]; then
   STUDENT=${STUDENT:-runs/nmt35/tanaka-distilled-tiny-lstm}
   DISTILLED=${DISTILLED:-runs/nmt35/tanaka-distilled}
+  for d in "$TOK" "$STUDENT"; do
+    [ -d "$d" ] || { echo "no $d: run bash experiments/nmt_distill.sh train tanaka" >&2; exit 1; }
+  done
   RES=experiments/results/nmt-distill
   T=data/tanaka/test
   mkdir -p "$RES"
