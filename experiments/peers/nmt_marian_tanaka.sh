@@ -34,7 +34,7 @@ B=./target/release/fastsoftmax
 cargo build --release
 $B data fetch tanaka --from "${FROM:-../shared/data/ja}"
 [ -f "$TOK/src.subwords.json" ] || {
-  echo "no $TOK/src.subwords.json: name a Tanaka translator (train-nmt's folder) as TOKENIZER_MODEL" >&2
+  echo "no $TOK/src.subwords.json: name a Tanaka translator as TOKENIZER_MODEL (runs/nmt35/* come from bash experiments/nmt_distill.sh train tanaka)" >&2
   exit 1
 }
 mkdir -p "$OUT"
@@ -42,9 +42,7 @@ mkdir -p "$OUT"
 if [ "$STAGE" = decode ]; then
   STUDENT=${STUDENT:-runs/nmt35/tanaka-distilled-tiny-lstm}
   DISTILLED=${DISTILLED:-runs/nmt35/tanaka-distilled}
-  for d in "$TOK" "$STUDENT"; do
-    [ -d "$d" ] || { echo "no $d: run bash experiments/nmt_distill.sh train tanaka" >&2; exit 1; }
-  done
+  [ -d "$STUDENT" ] || { echo "no $STUDENT: run bash experiments/nmt_distill.sh train tanaka" >&2; exit 1; }
   RES=experiments/results/nmt-distill
   T=data/tanaka/test
   mkdir -p "$RES"
