@@ -7,7 +7,7 @@
 # Raw outputs go to experiments/results/ds/; experiments/results/ds-softmax.md discusses them.
 #
 #   bash experiments/ds.sh                  # ~2 h on 2 cores; run it on an otherwise idle machine
-#   ONLY=ablations bash experiments/ds.sh   # steps 8b and 9 alone, ~70 min
+#   ONLY=ablations bash experiments/ds.sh   # steps 8b and 9 alone, ~100 min
 #   ONLY=ablations ABLATIONS=no-lasso bash experiments/ds.sh   # one term of step 9
 #   ONLY=table3 bash experiments/ds.sh      # step 10 alone (DS-2, then SVD in the experts), ~15 min
 #
