@@ -67,7 +67,8 @@ fn the_hierarchy_is_seeded_and_shares_centres_between_splits() {
 }
 
 /// The ablation configs that `experiments/ds.sh` runs each change one field of the config they
-/// are compared with: one λ set to 0 (Figure A.1), or the paper's random first gate.
+/// are compared with: one λ set to 0 (Figure A.1; the group-lasso run also stops at 16 experts),
+/// or the paper's random first gate.
 #[test]
 fn each_ablation_config_changes_one_field_of_its_base() {
     use fastsoftmax_nn::ds::DsConfig;
@@ -95,8 +96,22 @@ fn each_ablation_config_changes_one_field_of_its_base() {
         json!(10),
     );
     assert_eq!(config("ds-synthetic-10"), synthetic);
+    // Without the group lasso nothing is pruned and the rows double at every split, so that
+    // mitosis stops at 16 experts, one epoch each, and has no last stage (ds.sh, step 9b).
+    let ds16 = with(
+        &with(&config("ds"), "experts", json!(16)),
+        "final_stage_epochs",
+        json!(1.0),
+    );
+    assert_eq!(
+        config("ds-ablation-no-lasso"),
+        with(&ds16, "lambda_lasso", json!(0.0))
+    );
+    assert_eq!(
+        config("ds-synthetic-10-no-lasso"),
+        with(&synthetic, "lambda_lasso", json!(0.0))
+    );
     for (term, field) in [
-        ("no-lasso", "lambda_lasso"),
         ("no-expert-lasso", "lambda_expert"),
         ("no-load", "lambda_load"),
     ] {
