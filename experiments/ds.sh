@@ -102,15 +102,17 @@ done
 #     (ds-ablation-no-lasso.json; ~40 min, 124 MB of rows), and there is no 32-expert stage
 #     for a last stage to start from.
 # A term whose heads exist in $M (an earlier run's, with ONLY=ablations) is not trained again.
+# A term has a last stage where it has a -final config.
 for term in $ABLATIONS; do
-  [ -d "$M/heads/ds-fast-$term" ] && { [ "$term" = no-lasso ] || [ -d "$M/heads/ds-$term" ]; } &&
+  final=experiments/configs/ds-ablation-$term-final.json
+  [ -d "$M/heads/ds-fast-$term" ] && { [ ! -f "$final" ] || [ -d "$M/heads/ds-$term" ]; } &&
     continue
   rm -rf "$M/heads/ds-fast-$term"
   $B train-head ds --model "$M" --config "experiments/configs/ds-ablation-$term.json" \
       --save-stages --name "ds-$term" --quiet 2> "$OUT/train-ds64-$term-mitosis.log"
   mv "$M/heads/ds-$term" "$M/heads/ds-fast-$term"
-  [ "$term" = no-lasso ] && continue
-  $B train-head ds --model "$M" --config "experiments/configs/ds-ablation-$term-final.json" \
+  [ -f "$final" ] || continue
+  $B train-head ds --model "$M" --config "$final" \
       --resume-from "ds-$term-32" --name "ds-$term" --quiet 2> "$OUT/train-ds64-$term.log"
 done
 # 9c. Test set, the ablated heads beside those they are compared with, in one bench run.
