@@ -1798,7 +1798,6 @@ fn plot_latency(input: &[PathBuf], out: &Path, title: &str) -> anyhow::Result<()
     let style = super::plot::Style {
         x_suffix: "",
         markers: false,
-        legend: plotters::prelude::SeriesLabelPosition::LowerRight,
     };
     super::plot::line_plot_with(
         out,
