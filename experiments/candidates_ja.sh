@@ -13,7 +13,7 @@
 # and the list's ceiling (how often the next word is among the 10 candidates) against the size of
 # the table's text, on held-out Aozora: its last 10,000 sentences, tables from 1M to 28M tokens.
 #
-#   bash experiments/candidates_ja.sh     # ~75 min on 2 cores; heads already trained are kept
+#   bash experiments/candidates_ja.sh     # ~90 min on 2 cores; heads already trained are kept
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -309,7 +309,7 @@ impl<'a> Targets<'a> {
                 use rayon::prelude::*;
                 let t0 = Instant::now();
                 // 64 contexts per product: each tile of the output layer is read once for
-                // all of them (8× the single-context scan at 58k words).
+                // all of them (5× faster than one context at a time at 58k words).
                 const BATCH: usize = 64;
                 let (d, vocab) = (full.dim(), SoftmaxHead::vocab_size(full));
                 let log_z: Vec<f32> = hs
