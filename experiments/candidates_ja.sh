@@ -79,10 +79,11 @@ for p in 5 10; do
     tokens=$(wc -w < "$t")
     $B train-head candidates --model "$M" --name "aozora-$n" --config "$A/candidates-p$p.json" \
       --train "$t" --valid "$A/heldout.txt" --distill 0 --epochs 1 --max-samples 20000 \
-      2>&1 | grep '^epoch 1' \
-      | sed -E 's/.*validation WPR ([0-9.]+) \(trigram alone ([0-9.]+), ceiling ([0-9.]+).*/\1 \2 \3/' \
-      | jq -R -c --argjson tokens "$tokens" --arg n "$n" --argjson p "$p" \
-        'split(" ") | map(tonumber) | {sentences: $n, tokens: $tokens, per_context: $p, trigram: .[1], ceiling: .[2]}'
+      > "$A/train-$n-p$p.log" 2>&1
+    jq -c --argjson tokens "$tokens" --arg n "$n" --argjson p "$p" \
+      '.training.report.epochs[-1].valid | {sentences: $n, tokens: $tokens, per_context: $p,
+        trigram: (.trigram_wpr * 1e4 | round / 1e4), ceiling: (.coverage * 1e4 | round / 1e4)}' \
+      "$M/heads/aozora-$n/head.json"
     rm -rf "$M/heads/aozora-$n" "$M/heads/aozora-$n-trigram"
   done
 done > "$OUT/ja-ceiling.jsonl"
