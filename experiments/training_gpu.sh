@@ -23,7 +23,8 @@
 #   head -c 36000000 data/ja/train.txt | head -n -1 > gpu/ja-train.txt   # optional: the IME row
 #   B=gpu/fastsoftmax DEADLINE=540 bash experiments/training_gpu.sh [N1] [N2]   # needs torch with CUDA
 # BASE=gpu/fastsoftmax-OLD adds an earlier build's PTB rows (`-base`), for a before/after on one
-# card; CELLS and BATCHES narrow the PTB grid (default "lstm gru" and "20 128").
+# card; CELLS and BATCHES narrow the PTB grid (default "lstm gru" and "20 128"). PROFILE=1 adds
+# a per-kernel time profile of the batch-128 LSTM; FULL=0 skips the full run.
 # (Binaries and texts may travel xz-compressed as gpu/*.xz: they are unpacked first.)
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -118,8 +119,38 @@ if [ -f data/bible/train.en ]; then
   ours bible-tiny nmt runs/gpu/nmt.json --max-valid 16
 fi
 
+# PROFILE=1: where a window's time goes on this card. One short run of the batch-128 LSTM with
+# CubeCL's profiler on (it times every kernel, so the run itself is slower), summed per kernel
+# name into $OUT/profile-$TAG.txt: the persistent recurrent kernels against burn's own launches.
+if [ "${PROFILE:-0}" = 1 ] && [ -f runs/gpu/lstm-128.json ]; then
+  rm -rf runs/gpu/profile && start=$SECONDS
+  CUBECL_DEBUG_LOG="$LOGS/cubecl-profile.log" CUBECL_DEBUG_OPTION=profile \
+    timeout "$RUN_LIMIT" $B train-lm --config runs/gpu/lstm-128.json --backend wgpu --out runs/gpu/profile \
+    --max-windows "${PROFILE_WINDOWS:-12}" --valid runs/gpu/eval.txt --test runs/gpu/eval.txt --quiet 2> "$LOGS/profile.log"
+  echo "profiled run: exit $?, $(( SECONDS - start )) s" >> "$LOGS/profile.log"
+  python3 - "$LOGS/cubecl-profile.log" "${PROFILE_WINDOWS:-12}" > "$OUT/profile-$TAG.txt" <<'PY'
+import re, sys, collections
+unit = {"ns": 1e-3, "µs": 1.0, "us": 1.0, "ms": 1e3, "s": 1e6}
+pat = re.compile(r"^\|\s*([0-9.]+)(ns|µs|us|ms|s)\s*\|\s*(.*)$")
+total, count = collections.Counter(), collections.Counter()
+for line in open(sys.argv[1], errors="replace"):
+    m = pat.match(line.strip())
+    if m:
+        name = re.sub(r"\s+", " ", m.group(3))[:140]
+        total[name] += float(m.group(1)) * unit[m.group(2)]
+        count[name] += 1
+windows = int(sys.argv[2])
+print(f"kernels timed by CubeCL's profiler over a {windows}-window run (compilation and autotune included)")
+print(f"{'total µs':>12} {'launches':>9} {'mean µs':>9}  kernel")
+for name, t in total.most_common():
+    print(f"{t:12.0f} {count[name]:9d} {t / count[name]:9.1f}  {name}")
+print(f"{sum(total.values()):12.0f} {sum(count.values()):9d}            all")
+PY
+  gzip -kf "$LOGS/cubecl-profile.log" 2>/dev/null
+fi
+
 # The full PTB-Small LSTM recipe, for its perplexity against the CPU's, in what time is left.
-if [ "$DEADLINE" -gt 0 ]; then
+if [ "$DEADLINE" -gt 0 ] && [ "${FULL:-1}" = 1 ]; then
   left=$(( (DEADLINE - SECONDS - 45) / 60 ))
   if [ "$left" -ge 1 ]; then
     timeout $(( DEADLINE - SECONDS - 5 )) $B train-lm --config experiments/configs/ptb-small-lstm.json --backend wgpu \

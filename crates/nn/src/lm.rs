@@ -265,7 +265,7 @@ impl LanguageModel {
         mut state: LmState,
         ops: Ops,
     ) -> (Tensor<3>, LmState) {
-        let mut x = self.embedding.forward(tokens);
+        let mut x = crate::fused::embed(&self.embedding, tokens);
         if let Some(b) = &self.embedding_factor {
             let [n, t, r] = x.dims();
             let d = b.dims()[1];

@@ -234,7 +234,9 @@ impl Translator {
         let [batch, _] = src.dims();
         let device = src.device();
         let half = self.d_hidden / 2;
-        let mut x = self.dropout.forward(self.src_embedding.forward(src));
+        let mut x = self
+            .dropout
+            .forward(crate::fused::embed(&self.src_embedding, src));
         let mut finals = Vec::with_capacity(self.encoder.len());
         for (l, layer) in self.encoder.iter().enumerate() {
             let zero = || Tensor::<2>::zeros([batch, half], &device);
@@ -304,7 +306,9 @@ impl Translator {
         mut state: DecoderState,
     ) -> Tensor<3> {
         let [b, t] = tgt_in.dims();
-        let emb = self.dropout.forward(self.tgt_embedding.forward(tgt_in));
+        let emb = self
+            .dropout
+            .forward(crate::fused::embed(&self.tgt_embedding, tgt_in));
         let e = self.d_embed;
         let outs = (0..t)
             .map(|i| {

@@ -150,7 +150,7 @@ pub struct TransformerNmt {
 impl TransformerNmt {
     /// `ids [B, L]` → `[B, L, D]`: embedding · √d + positions, then dropout.
     fn embed(&self, table: &Embedding, ids: Tensor<2, Int>) -> Tensor<3> {
-        let x = table.forward(ids) * (self.d_model as f64).sqrt();
+        let x = crate::fused::embed(table, ids) * (self.d_model as f64).sqrt();
         self.dropout.forward(self.positions.forward(x))
     }
 

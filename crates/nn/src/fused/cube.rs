@@ -222,14 +222,16 @@ fn gru_backward_meta(
     )
 }
 
-/// How the window kernels of one layer run: the threads of a cube, and how many slices the rows
-/// of each step's product split into so that every thread works (`cube_kernels::vec_mat`; the
-/// forward's product has `G·H` columns, the backward's `H`).
+/// How the window kernels of one layer run: the threads of a cube, the width of `W_hh`'s loads,
+/// and how many slices the rows of each step's product split into so that every thread works
+/// (`cube_kernels::vec_mat`; the forward's product has `G·H` columns, the backward's `H`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct WindowPlan {
     pub cell: Cell,
     pub hidden: usize,
     pub threads: usize,
+    /// Columns per load: 4 (one 16-byte load) when `H` is a multiple of 4, else 1.
+    pub width: usize,
     pub forward_splits: usize,
     pub backward_splits: usize,
 }
@@ -243,12 +245,14 @@ impl WindowPlan {
         let columns = cell.gates() * hidden;
         let cap = max_units.clamp(32, Self::MAX_THREADS);
         let threads = columns.next_power_of_two().clamp(32, cap);
+        let width = if hidden.is_multiple_of(4) { 4 } else { 1 };
         Self {
             cell,
             hidden,
             threads,
-            forward_splits: (threads / columns).max(1),
-            backward_splits: (threads / hidden.max(1)).max(1),
+            width,
+            forward_splits: (threads / (columns / width).max(1)).max(1),
+            backward_splits: (threads / (hidden / width).max(1)).max(1),
         }
     }
 
@@ -324,6 +328,7 @@ impl CubeKernels for CubeBackend {
             &xp.client.clone(),
             CubeCount::Static(b as u32, 1, 1),
             plan.cube_dim(),
+            plan.width,
             xp.into_tensor_arg(),
             w_hh.into_tensor_arg(),
             b_hh.into_tensor_arg(),
@@ -335,6 +340,7 @@ impl CubeKernels for CubeBackend {
             hprev.clone().into_tensor_arg(),
             t as u32,
             h,
+            plan.width,
             plan.forward_splits,
             dtype,
         );
@@ -361,6 +367,7 @@ impl CubeKernels for CubeBackend {
             &gates.client.clone(),
             CubeCount::Static(b as u32, 1, 1),
             plan.cube_dim(),
+            plan.width,
             dout.into_tensor_arg(),
             gates.into_tensor_arg(),
             cells.into_tensor_arg(),
@@ -371,6 +378,7 @@ impl CubeKernels for CubeBackend {
             dc0.clone().into_tensor_arg(),
             t as u32,
             h,
+            plan.width,
             plan.backward_splits,
             dtype,
         );
@@ -398,6 +406,7 @@ impl CubeKernels for CubeBackend {
             &xp.client.clone(),
             CubeCount::Static(b as u32, 1, 1),
             plan.cube_dim(),
+            plan.width,
             xp.into_tensor_arg(),
             w_hh.into_tensor_arg(),
             b_hh.into_tensor_arg(),
@@ -408,6 +417,7 @@ impl CubeKernels for CubeBackend {
             hprev.clone().into_tensor_arg(),
             t as u32,
             h,
+            plan.width,
             plan.forward_splits,
             dtype,
         );
@@ -433,6 +443,7 @@ impl CubeKernels for CubeBackend {
             &gates.client.clone(),
             CubeCount::Static(b as u32, 1, 1),
             plan.cube_dim(),
+            plan.width,
             dout.into_tensor_arg(),
             gates.into_tensor_arg(),
             hn.into_tensor_arg(),
@@ -443,6 +454,7 @@ impl CubeKernels for CubeBackend {
             dh0.clone().into_tensor_arg(),
             t as u32,
             h,
+            plan.width,
             plan.backward_splits,
             dtype,
         );
@@ -745,30 +757,47 @@ mod tests {
     use super::*;
 
     #[test]
-    fn plans_keep_every_thread_busy_within_the_device() {
+    fn wgpu_plans_keep_every_thread_busy_within_the_device() {
         // PTB-Small's LSTM: 800 gate columns on 1,024 threads; the backward's 200 columns take
         // five slices of the 800 rows each.
         let ptb = WindowPlan::new(Cell::Lstm, 200, 1024);
         assert_eq!(
-            (ptb.threads, ptb.forward_splits, ptb.backward_splits),
-            (1024, 1, 5)
+            (
+                ptb.threads,
+                ptb.width,
+                ptb.forward_splits,
+                ptb.backward_splits
+            ),
+            (1024, 4, 5, 20)
         );
-        assert_eq!(ptb.shared_bytes(), (200 + 800 + 5 * 200) * 4);
+        assert_eq!(ptb.shared_bytes(), (200 + 800 + 20 * 200) * 4);
         // A device with smaller cubes: the threads stride over the columns, nothing splits.
         let small = WindowPlan::new(Cell::Gru, 200, 256);
         assert_eq!(
             (small.threads, small.forward_splits, small.backward_splits),
-            (256, 1, 1)
+            (256, 1, 5)
         );
-        // A narrow layer: 32 threads (the floor) over 16 columns split the forward's rows too.
+        // A narrow layer: 32 threads (the floor) over 4 groups of 4 columns split the rows too.
         let narrow = WindowPlan::new(Cell::Lstm, 4, 1024);
         assert_eq!(
             (
                 narrow.threads,
+                narrow.width,
                 narrow.forward_splits,
                 narrow.backward_splits
             ),
-            (32, 2, 8)
+            (32, 4, 8, 32)
+        );
+        // A width that 4 does not divide loads one column at a time.
+        let odd = WindowPlan::new(Cell::Gru, 6, 1024);
+        assert_eq!(
+            (
+                odd.threads,
+                odd.width,
+                odd.forward_splits,
+                odd.backward_splits
+            ),
+            (32, 1, 1, 5)
         );
     }
 }

@@ -30,49 +30,59 @@ fn tanh<F: Float>(x: F) -> F {
 
 /// `part[s·cols + q] = Σ_{k ∈ slice s} x[k] · m[k·cols + q]` for every column `q < cols` and
 /// slice `s < splits`: the product of a vector `x [rows]` in shared memory and a row-major
-/// `m [rows, cols]` in global memory, by all of the cube's threads; [`summed`] adds the slices.
+/// `m [rows, cols]` in global memory, read as vectors of `width` columns (`N`), by all of the
+/// cube's threads; [`summed`] adds the slices.
 ///
 /// Why this shape: a cube carries its stream alone, so a step's product is bound by the latency
-/// of its loads, not by arithmetic. With more threads than columns the rows split into `splits`
-/// slices so that no thread idles (an LSTM's backward has `H` columns for `4H` threads), and
-/// four accumulators keep four loads in flight per thread. Consecutive threads read consecutive
-/// columns, so a warp's loads are coalesced. Ends with a barrier.
+/// of its loads, not by arithmetic. Each load brings `width` columns (one 16-byte load for 4),
+/// and with more threads than column groups the rows split into `splits` slices so that no
+/// thread idles (an LSTM's backward has `H / width` groups for up to 1,024 threads); four
+/// accumulators keep four loads in flight per thread. Consecutive threads read consecutive
+/// groups, so a warp's loads are coalesced. Ends with a barrier.
 #[cube]
-fn vec_mat<F: Float>(
+fn vec_mat<F: Float, N: Size>(
     x: &Shared<[F]>,
-    m: &Tensor<F>,
+    m: &Tensor<Vector<F, N>>,
     part: &mut Shared<[F]>,
     #[comptime] rows: usize,
     #[comptime] cols: usize,
+    #[comptime] width: usize,
     #[comptime] splits: usize,
 ) {
+    let groups = comptime!(cols / width);
     let chunk = comptime!(rows.div_ceil(splits));
-    let items = comptime!(splits * cols);
+    let items = comptime!(splits * groups);
     let mut item = UNIT_POS_X as usize;
     while item < items {
-        let q = item % cols;
-        let k0 = (item / cols) * chunk;
+        let q = item % groups;
+        let slice = item / groups;
+        let k0 = slice * chunk;
         let mut k1 = k0 + chunk;
         if k1 > rows {
             k1 = rows;
         }
-        let mut a0 = F::new(0.0);
-        let mut a1 = F::new(0.0);
-        let mut a2 = F::new(0.0);
-        let mut a3 = F::new(0.0);
+        let mut a0 = Vector::<F, N>::broadcast(F::new(0.0));
+        let mut a1 = Vector::<F, N>::broadcast(F::new(0.0));
+        let mut a2 = Vector::<F, N>::broadcast(F::new(0.0));
+        let mut a3 = Vector::<F, N>::broadcast(F::new(0.0));
         let mut k = k0;
         while k + 4 <= k1 {
-            a0 += x[k] * m[k * cols + q];
-            a1 += x[k + 1] * m[(k + 1) * cols + q];
-            a2 += x[k + 2] * m[(k + 2) * cols + q];
-            a3 += x[k + 3] * m[(k + 3) * cols + q];
+            a0 += Vector::<F, N>::broadcast(x[k]) * m[k * groups + q];
+            a1 += Vector::<F, N>::broadcast(x[k + 1]) * m[(k + 1) * groups + q];
+            a2 += Vector::<F, N>::broadcast(x[k + 2]) * m[(k + 2) * groups + q];
+            a3 += Vector::<F, N>::broadcast(x[k + 3]) * m[(k + 3) * groups + q];
             k += 4;
         }
         while k < k1 {
-            a0 += x[k] * m[k * cols + q];
+            a0 += Vector::<F, N>::broadcast(x[k]) * m[k * groups + q];
             k += 1;
         }
-        part[item] = (a0 + a1) + (a2 + a3);
+        let sum = (a0 + a1) + (a2 + a3);
+        let base = slice * cols + q * width;
+        #[unroll]
+        for l in 0..width {
+            part[base + l] = sum.extract(l);
+        }
         item += CUBE_DIM_X as usize;
     }
     sync_cube();
@@ -107,12 +117,12 @@ fn zero<F: Float>(part: &mut Shared<[F]>, #[comptime] n: usize) {
 /// LSTM forward over a window; cube `b` runs stream `b`. Writes `out [B, T+1, H]` (`h_1 … h_T`,
 /// then `c_T`) and the tape for the backward: `gates [B, T, 4H]` (i, f, g, o after their
 /// nonlinearities), `cells [B, T, H]` (`c_1 … c_T`), `hprev [B, T, H]` (`h_0 … h_{T−1}`).
-/// `splits`: see [`vec_mat`] (`4H` columns).
+/// `width`, `splits`: see [`vec_mat`] (`4H` columns).
 #[cube(launch)]
 #[allow(clippy::too_many_arguments)]
-pub fn lstm_forward_kernel<F: Float>(
+pub fn lstm_forward_kernel<F: Float, N: Size>(
     xp: &Tensor<F>,
-    w: &Tensor<F>,
+    w: &Tensor<Vector<F, N>>,
     bias: &Tensor<F>,
     h0: &Tensor<F>,
     c0: &Tensor<F>,
@@ -122,6 +132,7 @@ pub fn lstm_forward_kernel<F: Float>(
     hprev: &mut Tensor<F>,
     time: u32,
     #[comptime] hidden: usize,
+    #[comptime] width: usize,
     #[comptime] splits: usize,
     #[define(F)] _dtype: ElemType,
 ) {
@@ -145,7 +156,7 @@ pub fn lstm_forward_kernel<F: Float>(
         let row = b * t_len + t;
         let x = row * g4;
         // h_{t−1} · W_hh, then the gates of xp + b_hh + that.
-        vec_mat::<F>(&h, w, &mut part, hidden, g4, splits);
+        vec_mat::<F, N>(&h, w, &mut part, hidden, g4, width, splits);
         let mut j = tid;
         while j < hidden {
             let pi = xp[x + j] + bias[j] + summed::<F>(&part, j, g4, splits);
@@ -186,20 +197,21 @@ pub fn lstm_forward_kernel<F: Float>(
 /// LSTM backward over a window, in reverse time; cube `b` runs stream `b`. `dout [B, T+1, H]`
 /// is the gradient of the forward's `out`. Writes `dxp [B, T, 4H]` (the gradient of the
 /// pre-activations, which is also `xp`'s and, summed, `b_hh`'s), `dh0`, `dc0 [B, H]`.
-/// `splits`: see [`vec_mat`] (`H` columns).
+/// `width`, `splits`: see [`vec_mat`] (`H` columns).
 #[cube(launch)]
 #[allow(clippy::too_many_arguments)]
-pub fn lstm_backward_kernel<F: Float>(
+pub fn lstm_backward_kernel<F: Float, N: Size>(
     dout: &Tensor<F>,
     gates: &Tensor<F>,
     cells: &Tensor<F>,
     c0: &Tensor<F>,
-    w_t: &Tensor<F>,
+    w_t: &Tensor<Vector<F, N>>,
     dxp: &mut Tensor<F>,
     dh0: &mut Tensor<F>,
     dc0: &mut Tensor<F>,
     time: u32,
     #[comptime] hidden: usize,
+    #[comptime] width: usize,
     #[comptime] splits: usize,
     #[define(F)] _dtype: ElemType,
 ) {
@@ -257,7 +269,7 @@ pub fn lstm_backward_kernel<F: Float>(
         }
         sync_cube();
         // dL/dh_{t−1} through W_hh, read from its transpose.
-        vec_mat::<F>(&dg, w_t, &mut part, g4, hidden, splits);
+        vec_mat::<F, N>(&dg, w_t, &mut part, g4, hidden, width, splits);
     }
     let mut j = tid;
     while j < hidden {
@@ -269,13 +281,13 @@ pub fn lstm_backward_kernel<F: Float>(
 
 /// GRU forward over a window; cube `b` runs stream `b`. Writes `out [B, T, H]` and the tape:
 /// `gates [B, T, 3H]` (r, z, n after their nonlinearities), `hn [B, T, H]` (`h·W_hn + b_hn`,
-/// which r multiplies), `hprev [B, T, H]` (`h_0 … h_{T−1}`). `splits`: see [`vec_mat`] (`3H`
+/// which r multiplies), `hprev [B, T, H]` (`h_0 … h_{T−1}`). `width`, `splits`: see [`vec_mat`] (`3H`
 /// columns).
 #[cube(launch)]
 #[allow(clippy::too_many_arguments)]
-pub fn gru_forward_kernel<F: Float>(
+pub fn gru_forward_kernel<F: Float, N: Size>(
     xp: &Tensor<F>,
-    w: &Tensor<F>,
+    w: &Tensor<Vector<F, N>>,
     bias: &Tensor<F>,
     h0: &Tensor<F>,
     out: &mut Tensor<F>,
@@ -284,6 +296,7 @@ pub fn gru_forward_kernel<F: Float>(
     hprev: &mut Tensor<F>,
     time: u32,
     #[comptime] hidden: usize,
+    #[comptime] width: usize,
     #[comptime] splits: usize,
     #[define(F)] _dtype: ElemType,
 ) {
@@ -305,7 +318,7 @@ pub fn gru_forward_kernel<F: Float>(
         let row = b * t_len + t;
         let x = row * g3;
         // h_{t−1} · W_hh, then the gates (b_hh added here: r multiplies the n part with it).
-        vec_mat::<F>(&h, w, &mut part, hidden, g3, splits);
+        vec_mat::<F, N>(&h, w, &mut part, hidden, g3, width, splits);
         let mut j = tid;
         while j < hidden {
             let hr = bias[j] + summed::<F>(&part, j, g3, splits);
@@ -331,20 +344,21 @@ pub fn gru_forward_kernel<F: Float>(
 
 /// GRU backward over a window, in reverse time; cube `b` runs stream `b`. Writes `dxp [B, T, 3H]`
 /// (the gradient of `xp`), `dhp [B, T, 3H]` (of `h·W_hh + b_hh`: the weight and bias gradients
-/// are products and sums of it), `dh0 [B, H]`. `splits`: see [`vec_mat`] (`H` columns).
+/// are products and sums of it), `dh0 [B, H]`. `width`, `splits`: see [`vec_mat`] (`H` columns).
 #[cube(launch)]
 #[allow(clippy::too_many_arguments)]
-pub fn gru_backward_kernel<F: Float>(
+pub fn gru_backward_kernel<F: Float, N: Size>(
     dout: &Tensor<F>,
     gates: &Tensor<F>,
     hn: &Tensor<F>,
     hprev: &Tensor<F>,
-    w_t: &Tensor<F>,
+    w_t: &Tensor<Vector<F, N>>,
     dxp: &mut Tensor<F>,
     dhp: &mut Tensor<F>,
     dh0: &mut Tensor<F>,
     time: u32,
     #[comptime] hidden: usize,
+    #[comptime] width: usize,
     #[comptime] splits: usize,
     #[define(F)] _dtype: ElemType,
 ) {
@@ -389,7 +403,7 @@ pub fn gru_backward_kernel<F: Float>(
             j += step;
         }
         sync_cube();
-        vec_mat::<F>(&dg, w_t, &mut part, g3, hidden, splits);
+        vec_mat::<F, N>(&dg, w_t, &mut part, g3, hidden, width, splits);
     }
     let mut j = tid;
     while j < hidden {
