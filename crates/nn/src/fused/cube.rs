@@ -240,35 +240,58 @@ impl WindowPlan {
     /// The most threads a cube gets: enough for the `4·H` columns of PTB-Small (800).
     const MAX_THREADS: usize = 1024;
 
-    /// The plan for a `cell` layer `hidden` wide on a device with cubes of up to `max_units`.
-    pub fn new(cell: Cell, hidden: usize, max_units: usize) -> Self {
+    /// The plan for a `cell` layer `hidden` wide on a device with cubes of up to `max_units`
+    /// threads and `max_shared` bytes of shared memory: fewer slices where the partial sums of
+    /// more would not fit (a 2,048-wide LSTM in 48 KiB runs unsplit, as before the slices).
+    pub fn new(cell: Cell, hidden: usize, max_units: usize, max_shared: usize) -> Self {
         let columns = cell.gates() * hidden;
         let cap = max_units.clamp(32, Self::MAX_THREADS);
         let threads = columns.next_power_of_two().clamp(32, cap);
         let width = if hidden.is_multiple_of(4) { 4 } else { 1 };
-        Self {
+        let mut plan = Self {
             cell,
             hidden,
             threads,
             width,
             forward_splits: (threads / (columns / width).max(1)).max(1),
             backward_splits: (threads / (hidden / width).max(1)).max(1),
+        };
+        while plan.shared_bytes() > max_shared {
+            let (forward, backward) = plan.shared_floats();
+            if forward >= backward && plan.forward_splits > 1 {
+                plan.forward_splits /= 2;
+            } else if plan.backward_splits > 1 {
+                plan.backward_splits /= 2;
+            } else if plan.forward_splits > 1 {
+                plan.forward_splits /= 2;
+            } else {
+                break; // does not fit unsplit either: `fused::window_fits` says no
+            }
         }
+        plan
     }
 
     /// Shared memory the larger of the two kernels holds: the state and the product's partial
-    /// sums. LSTM forward `h, c` + `splits·4H`, backward `dc`, `dg` (`4H`) + `splits·H`; GRU
-    /// forward `h` + `splits·3H`, backward `direct`, `dg` (`3H`) + `splits·H`.
+    /// sums.
     pub fn shared_bytes(&self) -> usize {
+        let (forward, backward) = self.shared_floats();
+        forward.max(backward) * std::mem::size_of::<f32>()
+    }
+
+    /// Floats of shared memory `(forward, backward)`: LSTM forward `h, c` + `splits·4H`,
+    /// backward `dc`, `dg` (`4H`) + `splits·H`; GRU forward `h` + `splits·3H`, backward
+    /// `direct`, `dg` (`3H`) + `splits·H`.
+    fn shared_floats(&self) -> (usize, usize) {
         let (cell, hidden) = (self.cell, self.hidden);
         let g = cell.gates() * hidden;
         let state = match cell {
             Cell::Lstm => 2 * hidden,
             Cell::Gru => hidden,
         };
-        let forward = state + self.forward_splits * g;
-        let backward = hidden + g + self.backward_splits * hidden;
-        forward.max(backward) * std::mem::size_of::<f32>()
+        (
+            state + self.forward_splits * g,
+            hidden + g + self.backward_splits * hidden,
+        )
     }
 
     fn cube_dim(&self) -> CubeDim {
@@ -278,10 +301,12 @@ impl WindowPlan {
 
 /// The plan of a `cell` layer `hidden` wide on `t`'s device.
 fn plan(t: &CubeTensor, cell: Cell, hidden: usize) -> WindowPlan {
+    let hardware = &t.client.properties().hardware;
     WindowPlan::new(
         cell,
         hidden,
-        t.client.properties().hardware.max_units_per_cube as usize,
+        hardware.max_units_per_cube as usize,
+        hardware.max_shared_memory_size,
     )
 }
 
@@ -760,7 +785,7 @@ mod tests {
     fn wgpu_plans_keep_every_thread_busy_within_the_device() {
         // PTB-Small's LSTM: 800 gate columns on 1,024 threads; the backward's 200 columns take
         // five slices of the 800 rows each.
-        let ptb = WindowPlan::new(Cell::Lstm, 200, 1024);
+        let ptb = WindowPlan::new(Cell::Lstm, 200, 1024, 48 << 10);
         assert_eq!(
             (
                 ptb.threads,
@@ -772,13 +797,13 @@ mod tests {
         );
         assert_eq!(ptb.shared_bytes(), (200 + 800 + 20 * 200) * 4);
         // A device with smaller cubes: the threads stride over the columns, nothing splits.
-        let small = WindowPlan::new(Cell::Gru, 200, 256);
+        let small = WindowPlan::new(Cell::Gru, 200, 256, 48 << 10);
         assert_eq!(
             (small.threads, small.forward_splits, small.backward_splits),
             (256, 1, 5)
         );
         // A narrow layer: 32 threads (the floor) over 4 groups of 4 columns split the rows too.
-        let narrow = WindowPlan::new(Cell::Lstm, 4, 1024);
+        let narrow = WindowPlan::new(Cell::Lstm, 4, 1024, 48 << 10);
         assert_eq!(
             (
                 narrow.threads,
@@ -788,8 +813,14 @@ mod tests {
             ),
             (32, 4, 8, 32)
         );
+        // Where the slices' partial sums would not fit, fewer slices: a 2,048-wide LSTM fills
+        // 48 KiB unsplit, and a wider one fits nowhere.
+        let wide = WindowPlan::new(Cell::Lstm, 2048, 1024, 48 << 10);
+        assert_eq!((wide.forward_splits, wide.backward_splits), (1, 1));
+        assert_eq!(wide.shared_bytes(), 48 << 10);
+        assert!(WindowPlan::new(Cell::Lstm, 2052, 1024, 48 << 10).shared_bytes() > 48 << 10);
         // A width that 4 does not divide loads one column at a time.
-        let odd = WindowPlan::new(Cell::Gru, 6, 1024);
+        let odd = WindowPlan::new(Cell::Gru, 6, 1024, 48 << 10);
         assert_eq!(
             (
                 odd.threads,

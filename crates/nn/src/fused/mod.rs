@@ -73,8 +73,15 @@ pub fn window_fits(device: &Device, cell: Cell, hidden: usize) -> bool {
         DispatchDevice::Cube(cube) => {
             let client = cube.client();
             let hardware = &client.properties().hardware;
-            cube::WindowPlan::new(cell, hidden, hardware.max_units_per_cube as usize).shared_bytes()
-                <= hardware.max_shared_memory_size
+            let max_shared = hardware.max_shared_memory_size;
+            cube::WindowPlan::new(
+                cell,
+                hidden,
+                hardware.max_units_per_cube as usize,
+                max_shared,
+            )
+            .shared_bytes()
+                <= max_shared
         }
         #[allow(unreachable_patterns)]
         _ => {
