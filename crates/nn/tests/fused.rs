@@ -318,6 +318,45 @@ fn wgpu_fused_ops_match_composition() {
     check_on(&device, Ops::Fused, Cell::Gru, false, 0.0, 10);
 }
 
+/// `fused::embed`'s gather on wgpu against burn's `Embedding`: the rows, and the table's
+/// gradient where ids repeat (the atomic adds must sum every occurrence).
+#[cfg(feature = "wgpu")]
+#[test]
+fn wgpu_embedding_gather_matches_burns_embedding() {
+    use burn::nn::EmbeddingConfig;
+    let device = fastsoftmax_nn::Backend::Wgpu.autodiff_device().unwrap();
+    // The gather's path, not `Embedding`'s: a cubecl device.
+    assert!(fastsoftmax_nn::fused::available(&device) && !fastsoftmax_nn::fused::on_cpu(&device));
+    device.seed(9);
+    let table = EmbeddingConfig::new(11, 6).init(&device);
+    let ids: Vec<u32> = (0..4 * 9).map(|i| (i * 5 % 7) as u32).collect();
+    let weights = Tensor::<3>::from_floats(
+        burn::tensor::TensorData::new(seeded_values(4 * 9 * 6, 4), [4, 9, 6]),
+        &device,
+    );
+    let run = |gather: bool| {
+        let x = ids_tensor(&ids, 4, 9, &device);
+        let rows = if gather {
+            fastsoftmax_nn::fused::embed(&table, x)
+        } else {
+            table.forward(x)
+        };
+        let grads = (rows.clone() * weights.clone()).sum().backward();
+        let grad = table.weight.grad(&grads).expect("table gradient");
+        (
+            values(rows),
+            grad.into_data()
+                .convert::<f32>()
+                .try_to_vec::<f32>()
+                .unwrap(),
+        )
+    };
+    let (rows_g, grad_g) = run(true);
+    let (rows_e, grad_e) = run(false);
+    assert_eq!(rows_g, rows_e, "rows");
+    assert_close("table gradient", &grad_g, &grad_e);
+}
+
 /// A layer whose state fits a cube's shared memory runs the kernels; one that does not runs the
 /// composition (lavapipe's limit is tens of kilobytes, not megabytes).
 #[cfg(feature = "wgpu")]

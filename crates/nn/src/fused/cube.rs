@@ -783,8 +783,8 @@ mod tests {
 
     #[test]
     fn wgpu_plans_keep_every_thread_busy_within_the_device() {
-        // PTB-Small's LSTM: 800 gate columns on 1,024 threads; the backward's 200 columns take
-        // five slices of the 800 rows each.
+        // PTB-Small's LSTM on 1,024 threads, 4 columns a load: the forward's 200 column groups
+        // take 5 slices of the 200 rows, the backward's 50 groups 20 slices of the 800 rows.
         let ptb = WindowPlan::new(Cell::Lstm, 200, 1024, 48 << 10);
         assert_eq!(
             (
@@ -796,7 +796,7 @@ mod tests {
             (1024, 4, 5, 20)
         );
         assert_eq!(ptb.shared_bytes(), (200 + 800 + 20 * 200) * 4);
-        // A device with smaller cubes: the threads stride over the columns, nothing splits.
+        // A device with smaller cubes: the forward's threads stride over its 150 groups unsplit.
         let small = WindowPlan::new(Cell::Gru, 200, 256, 48 << 10);
         assert_eq!(
             (small.threads, small.forward_splits, small.backward_splits),

@@ -30,8 +30,8 @@ fn tanh<F: Float>(x: F) -> F {
 
 /// `part[s·cols + q] = Σ_{k ∈ slice s} x[k] · m[k·cols + q]` for every column `q < cols` and
 /// slice `s < splits`: the product of a vector `x [rows]` in shared memory and a row-major
-/// `m [rows, cols]` in global memory, read as vectors of `width` columns (`N`), by all of the
-/// cube's threads; [`summed`] adds the slices.
+/// `m [rows, cols]` in global memory, read as vectors of `width` columns (the size of `N`, which
+/// the launch sets to the same value), by all of the cube's threads; [`summed`] adds the slices.
 ///
 /// Why this shape: a cube carries its stream alone, so a step's product is bound by the latency
 /// of its loads, not by arithmetic. Each load brings `width` columns (one 16-byte load for 4),
@@ -281,8 +281,8 @@ pub fn lstm_backward_kernel<F: Float, N: Size>(
 
 /// GRU forward over a window; cube `b` runs stream `b`. Writes `out [B, T, H]` and the tape:
 /// `gates [B, T, 3H]` (r, z, n after their nonlinearities), `hn [B, T, H]` (`h·W_hn + b_hn`,
-/// which r multiplies), `hprev [B, T, H]` (`h_0 … h_{T−1}`). `width`, `splits`: see [`vec_mat`] (`3H`
-/// columns).
+/// which r multiplies), `hprev [B, T, H]` (`h_0 … h_{T−1}`). `width`, `splits`: see
+/// [`vec_mat`] (`3H` columns).
 #[cube(launch)]
 #[allow(clippy::too_many_arguments)]
 pub fn gru_forward_kernel<F: Float, N: Size>(
