@@ -473,6 +473,7 @@ pub fn sampled_cross_entropy_composed(
     targets: Tensor<1, Int>,
     negatives: &crate::fused::Negatives,
 ) -> Tensor<1> {
+    use crate::fused::select;
     let device = h.device();
     let [n, _] = h.dims();
     let vocab = w.dims()[1];
@@ -485,8 +486,8 @@ pub fn sampled_cross_entropy_composed(
     let ids: Vec<i64> = negatives.ids.iter().map(|&j| j as i64).collect();
     let neg = Tensor::<1, Int>::from_data(TensorData::new(ids, [s]), &device);
     // [N, S]: the sampled logits, an accidental hit pushed out of its row's softmax.
-    let z_neg = h.clone().matmul(w.clone().select(1, neg.clone()))
-        + offset.clone().select(0, neg.clone()).unsqueeze_dim(0);
+    let z_neg = h.clone().matmul(select(w.clone(), 1, neg.clone()))
+        + select(offset.clone(), 0, neg.clone()).unsqueeze_dim(0);
     let hits = targets
         .clone()
         .reshape([n, 1])
@@ -494,8 +495,8 @@ pub fn sampled_cross_entropy_composed(
         .equal(neg.reshape([1, s]).expand([n, s]));
     let z_neg = z_neg.mask_fill(hits, -1.0e9);
     // [N, 1]: the target's logit.
-    let z_t = (h * w.select(1, targets.clone()).transpose()).sum_dim(1)
-        + offset.select(0, targets).unsqueeze_dim(1);
+    let z_t = (h * select(w, 1, targets.clone()).transpose()).sum_dim(1)
+        + select(offset, 0, targets).unsqueeze_dim(1);
     let logp = log_softmax(Tensor::cat(vec![z_t, z_neg], 1), 1);
     logp.slice([0..n, 0..1]).mean().neg()
 }

@@ -351,7 +351,7 @@ impl Translator {
         let (encoded, state) = self.encode(src, ops);
         let attn = self.decode(tgt_in, &encoded, state);
         let [b, t, a] = attn.dims();
-        let h = attn.reshape([b * t, a]).select(0, rows);
+        let h = crate::fused::select(attn.reshape([b * t, a]), 0, rows);
         let (w, bias) = self.output_layer();
         smoothed_nll(h, w, bias, targets, ops, negatives, label_smoothing)
     }
@@ -516,9 +516,9 @@ pub fn smoothed_nll(
         return (nll.clone(), nll);
     }
     // z_target [n] and the mean logit [n] of each row.
-    let w_target = w.clone().transpose().select(0, targets.clone());
-    let z_target =
-        (h.clone() * w_target).sum_dim(1).squeeze_dim::<1>(1) + bias.clone().select(0, targets);
+    let w_target = crate::fused::select(w.clone().transpose(), 0, targets.clone());
+    let z_target = (h.clone() * w_target).sum_dim(1).squeeze_dim::<1>(1)
+        + crate::fused::select(bias.clone(), 0, targets);
     let z_mean = h.matmul(w.mean_dim(1)).squeeze_dim::<1>(1) + bias.mean();
     let objective = nll.clone() + (z_target - z_mean).mean() * label_smoothing;
     (objective, nll)

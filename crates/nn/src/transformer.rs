@@ -194,7 +194,7 @@ impl TransformerNmt {
         let (src, tgt_in, targets, rows) = batch.tensors(&device);
         let h = self.decode(tgt_in, self.encode(src));
         let [b, t, d] = h.dims();
-        let h = h.reshape([b * t, d]).select(0, rows);
+        let h = crate::fused::select(h.reshape([b * t, d]), 0, rows);
         let (w, bias) = self.output_layer();
         crate::seq2seq::smoothed_nll(h, w, bias, targets, ops, negatives, label_smoothing)
     }

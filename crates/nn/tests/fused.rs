@@ -318,22 +318,22 @@ fn wgpu_fused_ops_match_composition() {
     check_on(&device, Ops::Fused, Cell::Gru, false, 0.0, 10);
 }
 
-/// `fused::embed`'s gather on wgpu against burn's `Embedding`: the rows, and the table's
-/// gradient where ids repeat (the atomic adds must sum every occurrence).
+/// `fused::embed` and `fused::select` (gathers on wgpu) against burn's `Embedding` and `select`:
+/// the values, and the gradients where ids repeat (the atomic adds must sum every occurrence).
 #[cfg(feature = "wgpu")]
 #[test]
-fn wgpu_embedding_gather_matches_burns_embedding() {
+fn wgpu_gathers_match_burns_embedding_and_select() {
     use burn::nn::EmbeddingConfig;
+    use burn::tensor::{Int, TensorData};
     let device = fastsoftmax_nn::Backend::Wgpu.autodiff_device().unwrap();
-    // The gather's path, not `Embedding`'s: a cubecl device.
+    // The gathers' path, not burn's: a cubecl device.
     assert!(fastsoftmax_nn::fused::available(&device) && !fastsoftmax_nn::fused::on_cpu(&device));
     device.seed(9);
+    let weights = |n: usize, seed: u64| seeded_values(n, seed);
+
     let table = EmbeddingConfig::new(11, 6).init(&device);
     let ids: Vec<u32> = (0..4 * 9).map(|i| (i * 5 % 7) as u32).collect();
-    let weights = Tensor::<3>::from_floats(
-        burn::tensor::TensorData::new(seeded_values(4 * 9 * 6, 4), [4, 9, 6]),
-        &device,
-    );
+    let mix = Tensor::<3>::from_data(TensorData::new(weights(4 * 9 * 6, 4), [4, 9, 6]), &device);
     let run = |gather: bool| {
         let x = ids_tensor(&ids, 4, 9, &device);
         let rows = if gather {
@@ -341,20 +341,44 @@ fn wgpu_embedding_gather_matches_burns_embedding() {
         } else {
             table.forward(x)
         };
-        let grads = (rows.clone() * weights.clone()).sum().backward();
-        let grad = table.weight.grad(&grads).expect("table gradient");
+        let grads = (rows.clone() * mix.clone()).sum().backward();
         (
             values(rows),
-            grad.into_data()
-                .convert::<f32>()
-                .try_to_vec::<f32>()
-                .unwrap(),
+            values(table.weight.val().grad(&grads).expect("table gradient")),
         )
     };
     let (rows_g, grad_g) = run(true);
     let (rows_e, grad_e) = run(false);
-    assert_eq!(rows_g, rows_e, "rows");
-    assert_close("table gradient", &grad_g, &grad_e);
+    assert_eq!(rows_g, rows_e, "embedding rows");
+    assert_close("embedding table gradient", &grad_g, &grad_e);
+
+    // A matrix along its columns, and a vector: `select`'s two shapes in the sampled softmax.
+    let m = Tensor::<2>::from_data(TensorData::new(weights(5 * 13, 6), [5, 13]), &device)
+        .require_grad();
+    let cols =
+        Tensor::<1, Int>::from_data(TensorData::new(vec![3i64, 12, 3, 0, 7, 3], [6]), &device);
+    let mix = Tensor::<2>::from_data(TensorData::new(weights(5 * 6, 8), [5, 6]), &device);
+    let run = |gather: bool| {
+        let (picked, from_vector) = if gather {
+            (
+                fastsoftmax_nn::fused::select(m.clone(), 1, cols.clone()),
+                fastsoftmax_nn::fused::select(m.clone().sum_dim(0).reshape([13]), 0, cols.clone()),
+            )
+        } else {
+            (
+                m.clone().select(1, cols.clone()),
+                m.clone().sum_dim(0).reshape([13]).select(0, cols.clone()),
+            )
+        };
+        let loss = (picked.clone() * mix.clone()).sum() + (from_vector.clone() * 0.5).sum();
+        let grad = m.grad(&loss.backward()).expect("matrix gradient");
+        (values(picked), values(from_vector), values(grad))
+    };
+    let (picked_g, vector_g, grad_g) = run(true);
+    let (picked_s, vector_s, grad_s) = run(false);
+    assert_eq!(picked_g, picked_s, "columns");
+    assert_eq!(vector_g, vector_s, "vector");
+    assert_close("select gradient", &grad_g, &grad_s);
 }
 
 /// A layer whose state fits a cube's shared memory runs the kernels; one that does not runs the

@@ -100,21 +100,37 @@ pub fn on_cpu(device: &Device) -> bool {
     )
 }
 
-/// The rows `ids [B, T]` of an embedding table: `[B, T, D]`. On burn's CubeCL devices (wgpu) a
-/// gather, whose backward burn runs as one atomic add per value; elsewhere burn's `Embedding`.
-/// `Embedding`'s backward on a GPU (`select_assign`) runs one thread per column, each walking
-/// all `B·T` ids in turn: 2.2 ms of each PTB-Small window at batch 128 on an H200, against 9 µs
-/// for the gather's (CubeCL's profiler).
+/// `t.select(dim, ids)` (`ids [K]`), with a backward that is fast on a GPU. On burn's CubeCL
+/// devices (wgpu) it is a gather, whose backward burn runs as one atomic add per value;
+/// elsewhere burn's `select`. `select`'s backward on a GPU (`select_assign`) runs one thread per
+/// element of the other dimensions, each walking all `K` ids in turn: for an embedding that was
+/// 2.2 ms of each PTB-Small window at batch 128 on an H200, against 9 µs for the gather's
+/// (CubeCL's profiler); a 1-D tensor gets one thread.
+pub fn select<const D: usize>(t: Tensor<D>, dim: usize, ids: Tensor<1, Int>) -> Tensor<D> {
+    let device = t.device();
+    if on_cpu(&device) || !available(&device) {
+        return t.select(dim, ids);
+    }
+    let k = ids.dims()[0];
+    let mut along = [1; D];
+    along[dim] = k;
+    let mut shape = t.dims();
+    shape[dim] = k;
+    let index = ids.reshape(along).expand(shape);
+    t.gather(dim, index)
+}
+
+/// The rows `ids [B, T]` of an embedding table: `[B, T, D]`, by [`select`] (burn's `Embedding`
+/// where that is burn's `select`).
 pub fn embed(table: &Embedding, ids: Tensor<2, Int>) -> Tensor<3> {
     let device = ids.device();
     if on_cpu(&device) || !available(&device) {
         return table.forward(ids);
     }
     let [b, t] = ids.dims();
-    let weight = table.weight.val();
-    let d = weight.dims()[1];
-    let rows = ids.reshape([b * t, 1]).expand([b * t, d]);
-    weight.gather(0, rows).reshape([b, t, d])
+    let rows = select(table.weight.val(), 0, ids.reshape([b * t]));
+    let d = rows.dims()[1];
+    rows.reshape([b, t, d])
 }
 
 /// LSTM window: `xp [B, T, 4H]` (input projection with its bias), `w_hh [H, 4H]`, `b_hh [4H]`,
