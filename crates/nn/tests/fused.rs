@@ -329,11 +329,13 @@ fn wgpu_gathers_match_burns_embedding_and_select() {
     // The gathers' path, not burn's: a cubecl device.
     assert!(fastsoftmax_nn::fused::available(&device) && !fastsoftmax_nn::fused::on_cpu(&device));
     device.seed(9);
-    let weights = |n: usize, seed: u64| seeded_values(n, seed);
 
     let table = EmbeddingConfig::new(11, 6).init(&device);
     let ids: Vec<u32> = (0..4 * 9).map(|i| (i * 5 % 7) as u32).collect();
-    let mix = Tensor::<3>::from_data(TensorData::new(weights(4 * 9 * 6, 4), [4, 9, 6]), &device);
+    let mix = Tensor::<3>::from_data(
+        TensorData::new(seeded_values(4 * 9 * 6, 4), [4, 9, 6]),
+        &device,
+    );
     let run = |gather: bool| {
         let x = ids_tensor(&ids, 4, 9, &device);
         let rows = if gather {
@@ -353,11 +355,11 @@ fn wgpu_gathers_match_burns_embedding_and_select() {
     assert_close("embedding table gradient", &grad_g, &grad_e);
 
     // A matrix along its columns, and a vector: `select`'s two shapes in the sampled softmax.
-    let m = Tensor::<2>::from_data(TensorData::new(weights(5 * 13, 6), [5, 13]), &device)
+    let m = Tensor::<2>::from_data(TensorData::new(seeded_values(5 * 13, 6), [5, 13]), &device)
         .require_grad();
     let cols =
         Tensor::<1, Int>::from_data(TensorData::new(vec![3i64, 12, 3, 0, 7, 3], [6]), &device);
-    let mix = Tensor::<2>::from_data(TensorData::new(weights(5 * 6, 8), [5, 6]), &device);
+    let mix = Tensor::<2>::from_data(TensorData::new(seeded_values(5 * 6, 8), [5, 6]), &device);
     let run = |gather: bool| {
         let (picked, from_vector) = if gather {
             (

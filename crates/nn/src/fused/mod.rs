@@ -107,8 +107,7 @@ pub fn on_cpu(device: &Device) -> bool {
 /// 2.2 ms of each PTB-Small window at batch 128 on an H200, against 9 µs for the gather's
 /// (CubeCL's profiler); a 1-D tensor gets one thread.
 pub fn select<const D: usize>(t: Tensor<D>, dim: usize, ids: Tensor<1, Int>) -> Tensor<D> {
-    let device = t.device();
-    if on_cpu(&device) || !available(&device) {
+    if !gathers(&t.device()) {
         return t.select(dim, ids);
     }
     let k = ids.dims()[0];
@@ -120,11 +119,15 @@ pub fn select<const D: usize>(t: Tensor<D>, dim: usize, ids: Tensor<1, Int>) -> 
     t.gather(dim, index)
 }
 
+/// True on burn's CubeCL devices, where [`select`] and [`embed`] gather.
+fn gathers(device: &Device) -> bool {
+    available(device) && !on_cpu(device)
+}
+
 /// The rows `ids [B, T]` of an embedding table: `[B, T, D]`, by [`select`] (burn's `Embedding`
 /// where that is burn's `select`).
 pub fn embed(table: &Embedding, ids: Tensor<2, Int>) -> Tensor<3> {
-    let device = ids.device();
-    if on_cpu(&device) || !available(&device) {
+    if !gathers(&ids.device()) {
         return table.forward(ids);
     }
     let [b, t] = ids.dims();
