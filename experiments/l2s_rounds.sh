@@ -26,7 +26,7 @@ copy() {
   mkdir -p "$2"
   for f in "$1"/*; do [ "$(basename "$f")" = heads ] || cp -r "$f" "$2/"; done
 }
-copy assets/models/bible-en-de-tiny "$RUNS/bible"
+copy "$(bash experiments/bible_f32.sh)" "$RUNS/bible"  # the f32 model the head was trained on
 copy assets/models/ptb-small-lstm "$RUNS/ptb"
 
 # One config per setting: l2s.json with one field changed (s5 is l2s.json itself, the shipped

@@ -10,7 +10,7 @@
 # pymarian) Marian decodes the same lines in the same rounds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-MODEL=${1:-assets/models/bible-en-de-tiny}
+MODEL=${1:-$(bash experiments/bible_f32.sh)}  # the f32 model the results were measured on
 ROUNDS=${2:-3}
 PYTHON=${PYTHON:-python3}
 MARIAN=${MARIAN:-}

@@ -12,10 +12,12 @@
 #   into a copy of the model under runs/ when missing: DS takes ~20 min on 2 cores).
 # Raw rows go to experiments/results/nmt-fast/; experiments/results/nmt-fast.md discusses them.
 #
-#   bash experiments/nmt_fast.sh [MODEL] [ROUNDS]
+#   bash experiments/nmt_fast.sh [MODEL] [ROUNDS]   # MODEL: the f32 translator (default: the
+#                                                   # shipped one's f32 weights, bible_f32.sh)
+#   ONLY=shipped bash experiments/nmt_fast.sh       # the shipped int8 folder's rows alone
 set -euo pipefail
 cd "$(dirname "$0")/.."
-MODEL=${1:-assets/models/bible-en-de-tiny}
+MODEL=${1:-$(bash experiments/bible_f32.sh)}  # the f32 model the results were measured on
 ROUNDS=${2:-3}
 OUT=experiments/results/nmt-fast
 mkdir -p "$OUT"
@@ -23,6 +25,31 @@ cargo build --release
 B=./target/release/fastsoftmax
 $B data fetch bible
 T=data/bible/test
+# One decode: appends its stats, BLEU and labels to $ROWS (rows.jsonl).
+run() {  # run LABEL ROUND BEAM BATCH [translate options...]
+  local label=$1 round=$2 beam=$3 batch=$4
+  shift 4
+  $B translate --model "$MODEL" --input $T.en --beam "$beam" --batch "$batch" "$@" \
+    --output "$OUT/hyp.de" --stats "$OUT/stats.json" 2>/dev/null
+  local bleu
+  bleu=$($B bleu --ref $T.de --hyp "$OUT/hyp.de" --json | python3 -c "import json,sys; print(json.load(sys.stdin)['score'])")
+  python3 -c "import json; s=json.load(open('$OUT/stats.json')); s.update(config='$label', round=$round, bleu=$bleu); print(json.dumps(s))" >> "$OUT/${ROWS:-rows.jsonl}"
+}
+
+# The shipped folder as an app gets it (int8 with the map inside; its L2S head in place of the
+# map; --no-vmap, every word), beams 5 and 1, batch 16: nmt-fast/shipped.jsonl.
+shipped() {
+  : > "$OUT/shipped.jsonl"
+  local serve args
+  for serve in map l2s all; do
+    case $serve in map) args=() ;; l2s) args=(--head l2s) ;; all) args=(--no-vmap) ;; esac
+    for beam in 5 1; do
+      MODEL=assets/models/bible-en-de-tiny ROWS=shipped.jsonl run "shipped $serve" 1 $beam 16 "${args[@]}"
+    done
+  done
+  rm -f "$OUT/stats.json" "$OUT/hyp.de"
+}
+if [ "${ONLY:-}" = shipped ]; then shipped; exit 0; fi
 # Screening heads, trained for this model on teacher-forced decoder contexts of the training
 # split (the copy keeps the heads out of assets/; its weights are the model's).
 HM=${HEADS_MODEL:-runs/bible-heads}
@@ -59,16 +86,6 @@ for m in $MAPS; do
     --min-freq "${f#f}" --per-ngram "${N#N}" --json | python3 -c "import json,sys; r=json.load(sys.stdin); r['map']='$m'; print(json.dumps(r))" >> "$OUT/maps.jsonl"
 done
 
-# One decode: appends its stats, BLEU and labels to rows.jsonl.
-run() {  # run LABEL ROUND BEAM BATCH [translate options...]
-  local label=$1 round=$2 beam=$3 batch=$4
-  shift 4
-  $B translate --model "$MODEL" --input $T.en --beam "$beam" --batch "$batch" "$@" \
-    --output "$OUT/hyp.de" --stats "$OUT/stats.json" 2>/dev/null
-  local bleu
-  bleu=$($B bleu --ref $T.de --hyp "$OUT/hyp.de" --json | python3 -c "import json,sys; print(json.load(sys.stdin)['score'])")
-  python3 -c "import json; s=json.load(open('$OUT/stats.json')); s.update(config='$label', round=$round, bleu=$bleu); print(json.dumps(s))" >> "$OUT/rows.jsonl"
-}
 
 : > "$OUT/rows.jsonl"
 for round in $(seq "$ROUNDS"); do
@@ -101,5 +118,6 @@ for round in $(seq "$ROUNDS"); do
     MODEL=$INT8 run int8+vmap "$round" 5 $batch --vmap "$OUT/$BEST.vmap"
   done
 done
+shipped
 rm -rf "$OUT/stats.json" "$OUT/hyp.de" "$INT8" "$INT16"
 python3 experiments/nmt_fast_tables.py "$OUT" | tee "$OUT/summary.md"

@@ -1,5 +1,6 @@
-//! `fastsoftmax quantize` on the shipped translator: an int8 artifact a quarter of the size that
-//! `translate` serves with int8 products, close to the f32 engine; version and misuse errors.
+//! `fastsoftmax quantize` on the shipped translator's values in f32: an int8 artifact a quarter of
+//! the size that `translate` serves with int8 products, close to the f32 engine; version and
+//! misuse errors.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -7,8 +8,16 @@ use std::process::Command;
 use fastsoftmax_translate::artifact::{NmtWeights, Precision};
 use fastsoftmax_translate::{Profile, SearchOptions, Translator};
 
-fn shipped() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("assets/models/bible-en-de-tiny")
+/// The shipped English → German translator (stored as int8) widened to an f32 artifact in `dir`:
+/// what `quantize` takes, with the values the shipped one serves.
+fn f32_translator(dir: &Path) -> PathBuf {
+    let shipped = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("assets/models/bible-en-de-tiny");
+    let mut w = NmtWeights::load(&shipped).unwrap().to_f32();
+    assert_eq!(w.precision(), Precision::F32);
+    w.vmap = None;
+    let out = dir.join("f32");
+    w.save(&out).unwrap();
+    out
 }
 
 fn cli(args: &[&str]) -> (bool, String, String) {
@@ -32,12 +41,13 @@ fn size(dir: &Path) -> u64 {
 #[test]
 fn int8_artifact_serves_translations_close_to_f32() {
     let tmp = tempfile::tempdir().unwrap();
+    let f32_dir = f32_translator(tmp.path());
     let out = tmp.path().join("int8");
     let s = |p: &Path| p.to_str().unwrap().to_string();
-    let (ok, stdout, err) = cli(&["quantize", "--model", &s(&shipped()), "--out", &s(&out)]);
+    let (ok, stdout, err) = cli(&["quantize", "--model", &s(&f32_dir), "--out", &s(&out)]);
     assert!(ok, "{err}");
     assert!(stdout.contains("MB of weights"), "{stdout}");
-    assert!(size(&out) * 3 < size(&shipped()), "a quarter of the size");
+    assert!(size(&out) * 3 < size(&f32_dir), "a quarter of the size");
     let w = NmtWeights::load(&out).unwrap();
     assert_eq!(w.precision(), Precision::Int8);
     let manifest = std::fs::read_to_string(out.join("manifest.json")).unwrap();
@@ -45,7 +55,7 @@ fn int8_artifact_serves_translations_close_to_f32() {
 
     // Teacher-forced logits of a verse: int8 within a small fraction of the logits' spread of
     // f32, and the same best word at most steps.
-    let f32_engine = Translator::load(&shipped()).unwrap();
+    let f32_engine = Translator::load(&f32_dir).unwrap();
     let int8_engine = Translator::load(&out).unwrap();
     assert_eq!(int8_engine.precision(), Precision::Int8);
     let src = f32_engine.source("In the beginning was the Word.", 250);
@@ -96,14 +106,14 @@ fn int8_artifact_serves_translations_close_to_f32() {
     let (ok, _, err) = cli(&[
         "quantize",
         "--model",
-        &s(&shipped()),
+        &s(&f32_dir),
         "--to",
         "int16",
         "--out",
         &s(&out16),
     ]);
     assert!(ok, "{err}");
-    assert!(size(&out16) * 3 < size(&shipped()) * 2 && size(&out16) > size(&out));
+    assert!(size(&out16) * 3 < size(&f32_dir) * 2 && size(&out16) > size(&out));
     let int16_engine = Translator::load(&out16).unwrap();
     assert_eq!(int16_engine.precision(), Precision::Int16);
     let c = int16_engine.forced_logits(&src.ids, &tgt).unwrap();

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use fastsoftmax_infer::heads::ds::Expert;
 use fastsoftmax_infer::kernels::seeded_values;
 use fastsoftmax_infer::{DsHead, FullHead, L2sHead, SoftmaxHead};
+use fastsoftmax_translate::artifact::NmtWeights;
 use fastsoftmax_translate::{
     Profile, Screen, SearchOptions, Translation, Translator, VmapScope, VocabMap,
 };
@@ -23,8 +24,12 @@ fn model_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("assets/models/bible-en-de-tiny")
 }
 
+/// The shipped translator (stored as int8 with its map) as the f32 engine over every word: the
+/// values it serves, widened, so that a head holding every word must give the same scores.
 fn engine() -> Translator {
-    Translator::load(&model_dir()).unwrap()
+    let mut w = NmtWeights::load(&model_dir()).unwrap().to_f32();
+    w.vmap = None;
+    Translator::from_weights(w).unwrap()
 }
 
 fn opts() -> SearchOptions {

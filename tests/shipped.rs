@@ -36,8 +36,8 @@ fn copy_tree(from: &Path, to: &Path) {
     }
 }
 
-/// The translators: English → German (f32, with its L2S head) and Japanese → English (int8,
-/// its vocabulary map inside), each with a sentence of its source language.
+/// The translators, both int8 with their vocabulary map inside: English → German (with its L2S
+/// head) and Japanese → English, each with a sentence of its source language.
 const TRANSLATORS: [(&str, &str); 2] = [
     (
         "assets/models/bible-en-de-tiny",
@@ -108,12 +108,13 @@ fn a_byte_flipped_in_any_shipped_weights_file_is_refused() {
     }
 }
 
-/// The shipped translators load with their digests checked and translate (the Japanese one
-/// raw text, with its map by default); a flipped byte in the weights is refused with an error
-/// that names the file.
+/// The shipped translators load with their digests checked and translate (with their maps by
+/// default, the Japanese one from raw text; the English one with its L2S head too); a flipped
+/// byte in the weights is refused with an error that names the file.
 #[test]
 fn shipped_translators_are_verified_and_serve() {
-    use fastsoftmax_translate::{Profile, SearchOptions, Translator};
+    use fastsoftmax_translate::artifact::Precision;
+    use fastsoftmax_translate::{Profile, Screen, SearchOptions, Translator};
     for (model, sentence) in TRANSLATORS {
         let dir = root().join(model);
         let engine = Translator::load(&dir).unwrap();
@@ -126,11 +127,34 @@ fn shipped_translators_are_verified_and_serve() {
             .unwrap();
         let text = &out[0][0].text;
         assert!(!text.is_empty() && out[1][0].text.is_empty(), "{model}");
+        assert_eq!(engine.precision(), Precision::Int8, "{model}");
+        assert!(engine.vocab_map().is_some(), "{model} serves its map");
         if model.contains("ja-en") {
-            assert!(engine.vocab_map().is_some(), "{model} serves its map");
             assert!(
                 text.is_ascii() && text.contains("station"),
                 "{model}: {sentence} → {text}"
+            );
+        } else {
+            assert!(
+                text.contains("Anfang") && text.contains("Wort"),
+                "{sentence} → {text}"
+            );
+            // The L2S head `quantize` carried over serves in place of the map.
+            let mut engine = engine;
+            let screen = Screen::load(&engine, &dir, "l2s").unwrap();
+            engine.set_vocab_map(None);
+            engine.set_screen(Some(screen));
+            let out = engine
+                .translate(
+                    &[sentence],
+                    &SearchOptions::default(),
+                    &mut Profile::default(),
+                )
+                .unwrap();
+            let with_head = &out[0][0].text;
+            assert!(
+                with_head.contains("Anfang") && with_head.contains("Wort"),
+                "{sentence} → {with_head} with its L2S head"
             );
         }
         let tmp = tempfile::tempdir().unwrap();

@@ -15,7 +15,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 MD=${1:-runs/marian}
-MODEL=${2:-assets/models/bible-en-de-tiny}
+MODEL=${2:-$(bash experiments/bible_f32.sh)}  # the f32 model the results were measured on
 PYTHON=${PYTHON:-python3}
 OUT=experiments/results/nmt-fast
 B=./target/release/fastsoftmax

@@ -221,6 +221,15 @@ impl NmtWeights {
         out
     }
 
+    /// The same translator with f32 matrices: a quantized model's values as it serves them
+    /// (each int8 row or int16 matrix times its scale), for the f32 engine; an f32 model as is.
+    pub fn to_f32(&self) -> NmtWeights {
+        let mut out = self.clone();
+        out.int8.clear();
+        out.int16.clear();
+        out
+    }
+
     /// Checks dimensions, vocabularies, every tensor's size and finiteness.
     pub fn validate(&self, origin: &Path) -> Result<()> {
         let s = &self.spec;
