@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # L2S on PTB-Small: the budget sweep (Figures 3/6 style), Table 4 (number of clusters at matched
 # time), Table 5 (L2S vs spherical k-means only), Table 6 (perplexity with a rank-20 fallback)
-# and the out-of-domain check on the Brown corpus. Raw outputs go to experiments/results/l2s/;
-# experiments/results/l2s.md discusses them.
+# and the out-of-domain check on the Brown corpus. Raw outputs go to experiments/results/l2s/,
+# their tables to l2s/tables.md (experiments/l2s_tables.py); experiments/results/l2s.md discusses
+# them.
 #
 #   bash experiments/l2s.sh            # ~40 min on 2 cores; run it on an otherwise idle machine
 #   ONLY=table6 bash experiments/l2s.sh   # step 4b alone (Table 6's other methods), ~15 min
@@ -67,4 +68,5 @@ $B bench --model "$M" --text data/brown/brown.txt --heads "full,$HEADS" --max-co
     echo "git $(git rev-parse --short HEAD)$(git diff --quiet || echo '+dirty') · $(date -u +%F) ·" \
         "$(nproc) cores · $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
 } > "$OUT/machine.txt"
-echo "done: $OUT"
+python3 experiments/l2s_tables.py "$OUT" > "$OUT/tables.md"
+echo "done: $OUT (the tables of results/l2s.md: $OUT/tables.md)"
