@@ -86,7 +86,6 @@ for m in $MAPS; do
     --min-freq "${f#f}" --per-ngram "${N#N}" --json | python3 -c "import json,sys; r=json.load(sys.stdin); r['map']='$m'; print(json.dumps(r))" >> "$OUT/maps.jsonl"
 done
 
-
 : > "$OUT/rows.jsonl"
 for round in $(seq "$ROUNDS"); do
   echo "round $round/$ROUNDS" >&2

@@ -8,11 +8,15 @@ use std::process::Command;
 use fastsoftmax_translate::artifact::{NmtWeights, Precision};
 use fastsoftmax_translate::{Profile, SearchOptions, Translator};
 
-/// The shipped English → German translator (stored as int8) widened to an f32 artifact in `dir`:
-/// what `quantize` takes, with the values the shipped one serves.
+/// The shipped English → German translator, stored as int8 with its vocabulary map.
+fn shipped() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("assets/models/bible-en-de-tiny")
+}
+
+/// The shipped translator widened to an f32 artifact in `dir`: what `quantize` takes, with the
+/// values the shipped one serves.
 fn f32_translator(dir: &Path) -> PathBuf {
-    let shipped = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("assets/models/bible-en-de-tiny");
-    let mut w = NmtWeights::load(&shipped).unwrap().to_f32();
+    let mut w = NmtWeights::load(&shipped()).unwrap().to_f32();
     assert_eq!(w.precision(), Precision::F32);
     w.vmap = None;
     let out = dir.join("f32");
@@ -50,6 +54,15 @@ fn int8_artifact_serves_translations_close_to_f32() {
     assert!(size(&out) * 3 < size(&f32_dir), "a quarter of the size");
     let w = NmtWeights::load(&out).unwrap();
     assert_eq!(w.precision(), Precision::Int8);
+    // Widening is exact: quantizing the widened values gives the shipped int8 rows back.
+    for (name, (q, scale)) in &NmtWeights::load(&shipped()).unwrap().int8 {
+        let (q2, scale2) = &w.int8[name];
+        assert_eq!(q, q2, "{name}");
+        assert!(scale
+            .iter()
+            .zip(scale2)
+            .all(|(a, b)| (a - b).abs() <= 1e-6 * a.abs()));
+    }
     let manifest = std::fs::read_to_string(out.join("manifest.json")).unwrap();
     assert!(manifest.contains("\"format_version\": 2") && manifest.contains("\"int8\""));
 
