@@ -73,8 +73,9 @@ if [ -z "${ONLY:-}" ] || [ "$ONLY" = lstm ]; then
     if [ ! -f "$L/metrics.json" ]; then
       resume=()
       if [ -f "$L/train_state.json" ]; then resume=(--resume); fi
+      # Its summary lines too go to the log, not into the bench rows below.
       $B train-lm --config $C/ptb-small-lstm-$v.json --data data/ptb --out "$L" --quiet \
-        "${resume[@]}" 2> "$OUT/train-lstm-$v.log"
+        "${resume[@]}" 2> "$OUT/train-lstm-$v.log" >&2
     fi
     cp "$L/metrics.json" "$OUT/lstm-$v.metrics.json"   # its valid and test perplexity
     $B bench --model "$L" --text data/ptb/ptb.test.txt --max-contexts 100000 --repeats 5 \
@@ -104,3 +105,5 @@ cp -r "$M/heads/candidates-ta" "$R/heads/repro"
 cp -r "$M/heads/candidates-full" "$R/heads/repro-full"
 $B bench --model "$R" --text data/ptb/ptb.test.txt --max-contexts 100000 --repeats 5 --json \
   --heads full,candidates-ta,repro,repro-full > "$OUT/repro-bench.jsonl" 2> "$OUT/repro-bench.log"
+python3 experiments/candidates_tables.py "$OUT" > "$OUT/tables.md"
+echo "done: $OUT (the tables of results/candidates.md: $OUT/tables.md)"
