@@ -2,11 +2,14 @@
 //! the size that `translate` serves with int8 products, close to the f32 engine; version and
 //! misuse errors.
 
+mod common;
+
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use fastsoftmax_translate::artifact::{NmtWeights, Precision};
 use fastsoftmax_translate::{Profile, SearchOptions, Translator};
+
+use common::cli;
 
 /// The shipped English → German translator, stored as int8 with its vocabulary map.
 fn shipped() -> PathBuf {
@@ -16,24 +19,11 @@ fn shipped() -> PathBuf {
 /// The shipped translator widened to an f32 artifact in `dir`: what `quantize` takes, with the
 /// values the shipped one serves.
 fn f32_translator(dir: &Path) -> PathBuf {
-    let mut w = NmtWeights::load(&shipped()).unwrap().to_f32();
+    let w = common::shipped_bible_f32();
     assert_eq!(w.precision(), Precision::F32);
-    w.vmap = None;
     let out = dir.join("f32");
     w.save(&out).unwrap();
     out
-}
-
-fn cli(args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_fastsoftmax"))
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
 }
 
 fn size(dir: &Path) -> u64 {

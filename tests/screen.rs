@@ -2,12 +2,11 @@
 //! changes nothing, ids come back in the full vocabulary through routes, beam and n-best,
 //! translations do not depend on batching, and heads that cannot serve are refused clearly.
 
-use std::path::PathBuf;
+mod common;
 
 use fastsoftmax_infer::heads::ds::Expert;
 use fastsoftmax_infer::kernels::seeded_values;
 use fastsoftmax_infer::{DsHead, FullHead, L2sHead, SoftmaxHead};
-use fastsoftmax_translate::artifact::NmtWeights;
 use fastsoftmax_translate::{
     Profile, Screen, SearchOptions, Translation, Translator, VmapScope, VocabMap,
 };
@@ -20,16 +19,10 @@ const VERSES: [&str; 5] = [
     "The light shines in the darkness, and the darkness hasn't overcome it.",
 ];
 
-fn model_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("assets/models/bible-en-de-tiny")
-}
-
-/// The shipped translator (stored as int8 with its map) as the f32 engine over every word: the
-/// values it serves, widened, so that a head holding every word must give the same scores.
+/// The shipped translator as the f32 engine over every word (the values it serves, widened),
+/// so that a head holding every word must give the same scores.
 fn engine() -> Translator {
-    let mut w = NmtWeights::load(&model_dir()).unwrap().to_f32();
-    w.vmap = None;
-    Translator::from_weights(w).unwrap()
+    Translator::from_weights(common::shipped_bible_f32()).unwrap()
 }
 
 fn opts() -> SearchOptions {

@@ -2,9 +2,8 @@
 //! shipped (ids not mapped back through the beam and the n-best list, `<eos>` missing from the
 //! shortlist, output that changes when the map covers everything) and how batching matters.
 
-use std::path::PathBuf;
+mod common;
 
-use fastsoftmax_translate::artifact::NmtWeights;
 use fastsoftmax_translate::{Profile, SearchOptions, Translation, Translator, VmapScope, VocabMap};
 
 const VERSES: [&str; 6] = [
@@ -16,13 +15,9 @@ const VERSES: [&str; 6] = [
     "The light shines in the darkness, and the darkness hasn't overcome it.",
 ];
 
-/// The shipped translator (stored as int8 with its map) as the f32 engine over every word, so
-/// that each test chooses the map.
+/// The shipped translator as the f32 engine over every word, so that each test chooses the map.
 fn engine() -> Translator {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("assets/models/bible-en-de-tiny");
-    let mut w = NmtWeights::load(&dir).unwrap().to_f32();
-    w.vmap = None;
-    Translator::from_weights(w).unwrap()
+    Translator::from_weights(common::shipped_bible_f32()).unwrap()
 }
 
 fn opts() -> SearchOptions {
