@@ -622,6 +622,7 @@ fn train_network<M: NmtNetwork>(
     let out = |f: &str| opts.out.join(f);
 
     device.seed(t.seed);
+    crate::fused::seed_dropout(t.seed);
     let mut model = init();
     let mut state = NmtState {
         config: cfg.clone(),
@@ -695,6 +696,7 @@ fn train_network<M: NmtNetwork>(
             }
         }
         device.seed(t.seed.wrapping_add(epoch as u64));
+        crate::fused::seed_dropout(t.seed.wrapping_add(epoch as u64));
         let started = Instant::now();
         let order = batches(&train.pairs, t.batch_size, t.seed ^ epoch as u64);
         let n_batches = order.len().min(opts.max_batches.unwrap_or(usize::MAX));

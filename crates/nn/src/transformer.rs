@@ -3,7 +3,9 @@
 //!
 //! Built from burn's own encoder and decoder stacks, pre-norm (layer norm before each
 //! sub-layer, one more after the last layer), which trains without the post-norm's fragile
-//! warm-up. Embeddings are scaled by `√d` and summed with sinusoidal positions; the output
+//! warm-up. The forward passes walk burn's layers here ([`encoder_layer`], [`decoder_layer`],
+//! the same ops in the same order as burn's `forward`) so that every dropout is
+//! [`crate::fused::dropout`], whose mask costs a few percent of burn's on the CPU. Embeddings are scaled by `√d` and summed with sinusoidal positions; the output
 //! layer is the target embedding's transpose when `tied`.
 //!
 //! Shapes (`B` sentences, `S` source and `T` target tokens, `D = d_model`):
@@ -14,16 +16,17 @@
 //! - output: `h · W + b` with `W [D, V]`.
 
 use burn::module::{Module, Param};
-use burn::nn::attention::generate_autoregressive_mask;
+use burn::nn::attention::{generate_autoregressive_mask, MultiHeadAttention};
 use burn::nn::transformer::{
-    TransformerDecoder, TransformerDecoderConfig, TransformerDecoderInput, TransformerEncoder,
-    TransformerEncoderConfig, TransformerEncoderInput,
+    PositionWiseFeedForward, TransformerDecoder, TransformerDecoderConfig, TransformerDecoderLayer,
+    TransformerEncoder, TransformerEncoderConfig, TransformerEncoderLayer,
 };
 use burn::nn::{
     Dropout, DropoutConfig, Embedding, EmbeddingConfig, Initializer, LayerNorm, LayerNormConfig,
     Linear, LinearConfig, PositionalEncoding, PositionalEncodingConfig,
 };
-use burn::tensor::{Device, Int, Tensor, TensorData};
+use burn::tensor::activation::{quiet_softmax, softmax};
+use burn::tensor::{Bool, Device, Int, Tensor, TensorData};
 use serde::{Deserialize, Serialize};
 
 use crate::lm::{weight_and_bias, Ops};
@@ -151,14 +154,14 @@ impl TransformerNmt {
     /// `ids [B, L]` → `[B, L, D]`: embedding · √d + positions, then dropout.
     fn embed(&self, table: &Embedding, ids: Tensor<2, Int>) -> Tensor<3> {
         let x = crate::fused::embed(table, ids) * (self.d_model as f64).sqrt();
-        self.dropout.forward(self.positions.forward(x))
+        crate::fused::dropout(&self.dropout, self.positions.forward(x))
     }
 
     /// `src [B, S]` → `memory [B, S, D]`.
     pub fn encode(&self, src: Tensor<2, Int>) -> Tensor<3> {
         let x = self.embed(&self.src_embedding, src);
-        self.enc_norm
-            .forward(self.encoder.forward(TransformerEncoderInput::new(x)))
+        let x = self.encoder.layers.iter().fold(x, encoder_layer);
+        self.enc_norm.forward(x)
     }
 
     /// `tgt_in [B, T]` and `memory [B, S, D]` → `h [B, T, D]`, each position seeing itself and
@@ -167,8 +170,12 @@ impl TransformerNmt {
         let [b, t] = tgt_in.dims();
         let mask = generate_autoregressive_mask(b, t, &tgt_in.device());
         let x = self.embed(&self.tgt_embedding, tgt_in);
-        let input = TransformerDecoderInput::new(x, memory).target_mask_attn(mask);
-        self.dec_norm.forward(self.decoder.forward(input))
+        let x = self
+            .decoder
+            .layers
+            .iter()
+            .fold(x, |x, layer| decoder_layer(x, layer, &memory, &mask));
+        self.dec_norm.forward(x)
     }
 
     /// The output layer: weight `[D, V]` (the target embedding's transpose when tied), bias `[V]`.
@@ -240,4 +247,77 @@ impl TransformerNmt {
         }
         out
     }
+}
+
+/// burn's pre-norm `TransformerEncoderLayer::forward`: `x [B, S, D]` → `[B, S, D]`.
+pub fn encoder_layer(x: Tensor<3>, layer: &TransformerEncoderLayer) -> Tensor<3> {
+    let drop = |t| crate::fused::dropout(&layer.dropout, t);
+    let h = layer.norm_2.forward(x.clone());
+    let x = x + drop(attention(&layer.mha, h.clone(), h, None));
+    let h = feed_forward(&layer.pwff, layer.norm_1.forward(x.clone()));
+    x + drop(h)
+}
+
+/// burn's pre-norm `TransformerDecoderLayer::forward`: `x [B, T, D]`, `memory [B, S, D]` and the
+/// self-attention's `mask [B, T, T]` (true = hidden) → `[B, T, D]`.
+pub fn decoder_layer(
+    x: Tensor<3>,
+    layer: &TransformerDecoderLayer,
+    memory: &Tensor<3>,
+    mask: &Tensor<3, Bool>,
+) -> Tensor<3> {
+    let drop = |t| crate::fused::dropout(&layer.dropout, t);
+    let h = layer.norm_3.forward(x.clone());
+    let x = x + drop(attention(
+        &layer.self_attn,
+        h.clone(),
+        h,
+        Some(mask.clone()),
+    ));
+    let h = layer.norm_1.forward(x.clone());
+    let x = x + drop(attention(&layer.cross_attn, h, memory.clone(), None));
+    let h = feed_forward(&layer.pwff, layer.norm_2.forward(x.clone()));
+    x + drop(h)
+}
+
+/// burn's `MultiHeadAttention::forward`'s context: `query [B, T, D]` attends over
+/// `keys [B, S, D]` (keys and values from the same rows), `mask [B, T, S]` hiding what is true.
+fn attention(
+    mha: &MultiHeadAttention,
+    query: Tensor<3>,
+    keys: Tensor<3>,
+    mask: Option<Tensor<3, Bool>>,
+) -> Tensor<3> {
+    let [b, t, d] = query.dims();
+    // [B, L, D] → [B, heads, L, d_k]
+    let heads = |x: Tensor<3>, linear: &Linear| {
+        let [b, l, _] = x.dims();
+        linear
+            .forward(x)
+            .reshape([b, l, mha.n_heads, mha.d_k])
+            .swap_dims(1, 2)
+    };
+    let q = heads(query, &mha.query);
+    let k = heads(keys.clone(), &mha.key);
+    let v = heads(keys, &mha.value);
+    let mut scores = q.matmul(k.transpose()).div_scalar((mha.d_k as f32).sqrt());
+    if let Some(mask) = mask {
+        let [b, t, s] = mask.dims();
+        scores = scores.mask_fill(mask.reshape([b, 1, t, s]), mha.min_float);
+    }
+    let weights = if mha.quiet_softmax {
+        quiet_softmax(scores, 3)
+    } else {
+        softmax(scores, 3)
+    };
+    let weights = crate::fused::dropout(&mha.dropout, weights);
+    let context = weights.matmul(v).swap_dims(1, 2).reshape([b, t, d]);
+    mha.output.forward(context)
+}
+
+/// burn's `PositionWiseFeedForward::forward`: `x [B, L, D]` → `[B, L, D]`.
+fn feed_forward(ff: &PositionWiseFeedForward, x: Tensor<3>) -> Tensor<3> {
+    let h = ff.activation.forward(ff.linear_inner.forward(x));
+    ff.linear_outer
+        .forward(crate::fused::dropout(&ff.dropout, h))
 }

@@ -19,6 +19,7 @@
 //! - [`xent`]: the output layer + softmax cross-entropy kernels.
 //! - [`sampled`]: the sampled softmax (large-vocabulary training) kernels.
 //! - [`vector`]: the element-wise and reduction loops they share.
+//! - [`dropout()`]: dropout with its mask drawn in parallel from a hash on the CPU.
 //! - `cube` (cargo feature `wgpu`): the recurrent windows and the output layer's loss on burn's
 //!   GPU backends as CubeCL kernels with their backwards ([`RecurrentOps`] and [`LossOps`] are
 //!   the extensions flex and cubecl both implement; [`FusedOps`] is flex's alone).
@@ -27,6 +28,7 @@
 pub mod cube;
 #[cfg(feature = "wgpu")]
 mod cube_kernels;
+pub mod dropout;
 pub mod gemm;
 pub mod recurrent;
 pub mod sampled;
@@ -46,6 +48,7 @@ use burn::nn::Embedding;
 use burn::tensor::{DType, Device, Int, Tensor, TensorData};
 use fastsoftmax_infer::model::artifact::Cell;
 
+pub use dropout::{dropout, seed_dropout};
 use gemm::MatRef;
 use recurrent::{GruTape, LstmTape, Window};
 pub use sampled::{Negatives, Sampler};
