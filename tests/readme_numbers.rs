@@ -73,7 +73,8 @@ fn render(x: f64, digits: usize) -> String {
     }
 }
 
-/// A value spec's number: a JSON row's field (`json`, `where`, `field`, `scale`), or the
+/// A value spec's number: a JSON row's field (`json`, `where`, `field`, `scale`; the median
+/// over a run's rounds where the rows carry `round`), or the
 /// `ratio` or `difference` of two such.
 fn number(spec: &Value) -> Result<f64, String> {
     if let Some(file) = spec.get("json").and_then(Value::as_str) {
@@ -91,16 +92,32 @@ fn number(spec: &Value) -> Result<f64, String> {
                 })
             })
             .collect();
-        let [row] = hits[..] else {
+        // One row, or one per round of a run's interleaved rounds: their median, as the
+        // results tables print it.
+        let mut rounds: Vec<f64> = hits
+            .iter()
+            .filter_map(|r| get(r, "round")?.as_f64())
+            .collect();
+        rounds.sort_by(f64::total_cmp);
+        rounds.dedup();
+        if hits.is_empty() || (hits.len() > 1 && rounds.len() != hits.len()) {
             return Err(format!(
-                "{file}: {} rows match {}, not one",
+                "{file}: {} rows match {}, not one (or one per round)",
                 hits.len(),
                 spec.get("where").unwrap_or(&Value::Null)
             ));
-        };
-        let x = get(row, field)
-            .and_then(Value::as_f64)
-            .ok_or(format!("{file}: the row has no number at {field:?}"))?;
+        }
+        let mut xs = hits
+            .iter()
+            .map(|row| {
+                get(row, field)
+                    .and_then(Value::as_f64)
+                    .ok_or(format!("{file}: the row has no number at {field:?}"))
+            })
+            .collect::<Result<Vec<f64>, String>>()?;
+        xs.sort_by(f64::total_cmp);
+        let n = xs.len();
+        let x = (xs[(n - 1) / 2] + xs[n / 2]) / 2.0;
         return Ok(x * spec.get("scale").and_then(Value::as_f64).unwrap_or(1.0));
     }
     let pair = |key: &str| spec.get(key).and_then(Value::as_array).map(|v| &v[..]);
