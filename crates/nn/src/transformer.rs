@@ -3,10 +3,10 @@
 //!
 //! Built from burn's own encoder and decoder stacks, pre-norm (layer norm before each
 //! sub-layer, one more after the last layer), which trains without the post-norm's fragile
-//! warm-up. The forward passes walk burn's layers here ([`encoder_layer`], [`decoder_layer`],
-//! the same ops in the same order as burn's `forward`) so that every dropout is
-//! [`crate::fused::dropout`], whose mask costs a few percent of burn's on the CPU. Embeddings are scaled by `√d` and summed with sinusoidal positions; the output
-//! layer is the target embedding's transpose when `tied`.
+//! warm-up. Embeddings are scaled by `√d` and summed with sinusoidal positions; the output
+//! layer is the target embedding's transpose when `tied`. The forward walks burn's layers here
+//! ([`encoder_layer`], [`decoder_layer`]: the same ops in the same order as burn's `forward`)
+//! so that every dropout is [`crate::fused::dropout`], whose masks are cheap on the CPU.
 //!
 //! Shapes (`B` sentences, `S` source and `T` target tokens, `D = d_model`):
 //! - encoder: `src [B, S]` → `memory [B, S, D]` (batches hold one source length, so there is
