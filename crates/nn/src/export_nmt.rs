@@ -7,14 +7,45 @@ use std::path::Path;
 
 use fastsoftmax_infer::Vocab;
 use fastsoftmax_translate::artifact::{Languages, NmtSpec, NmtWeights};
+use fastsoftmax_translate::distill::TranslateLines;
 use fastsoftmax_translate::tokenizer::Tokenizer;
-use fastsoftmax_translate::transformer::{TransformerSpec, TransformerWeights};
+use fastsoftmax_translate::transformer::{
+    TransformerSpec, TransformerTranslator, TransformerWeights,
+};
 
 use crate::export::{bias, values, weight_rows};
 use crate::lm::RecurrentLayer;
 use crate::seq2seq::{NmtConfig, Translator};
 use crate::transformer::{TransformerConfig, TransformerNmt};
 use crate::Result;
+
+/// A translator copied out of burn into the engine's form, of either kind: what `train-nmt`
+/// validates with (the decoder an app serves) and exports.
+pub enum EngineWeights {
+    Recurrent(NmtWeights),
+    Transformer(TransformerWeights),
+}
+
+impl EngineWeights {
+    /// Writes the artifact into `dir` (atomically, validated).
+    pub fn save(&self, dir: &Path) -> Result<()> {
+        match self {
+            EngineWeights::Recurrent(w) => w.save(dir)?,
+            EngineWeights::Transformer(w) => w.save(dir)?,
+        }
+        Ok(())
+    }
+
+    /// The engine serving these weights.
+    pub fn translator(self) -> Result<Box<dyn TranslateLines>> {
+        Ok(match self {
+            EngineWeights::Recurrent(w) => {
+                Box::new(fastsoftmax_translate::Translator::from_weights(w)?)
+            }
+            EngineWeights::Transformer(w) => Box::new(TransformerTranslator::new(w)),
+        })
+    }
+}
 
 fn layer(t: &mut BTreeMap<String, Vec<f32>>, prefix: &str, l: &RecurrentLayer) {
     t.insert(format!("{prefix}.w_ih"), weight_rows(&l.w_ih));

@@ -1,6 +1,6 @@
 //! Teacher-forced training of the [`Translator`]: Adam on the mean target-token loss (the full
 //! softmax or the sampled one of the large-vocabulary option), per-epoch validation perplexity
-//! and greedy BLEU, an atomic checkpoint after every epoch and `--resume`.
+//! and greedy BLEU (decoded by the burn-free engine the run exports), an atomic checkpoint after every epoch and `--resume`.
 //!
 //! Batches hold sentences of one source length (bucketed, shuffled within each length, batch
 //! order shuffled per epoch): the encoder then needs no padding or masks, the backward
@@ -22,14 +22,17 @@ use std::time::Instant;
 use burn::module::Module;
 use burn::optim::grad_clipping::GradientClippingConfig;
 use burn::optim::{AdamConfig, GradientsParams};
-use burn::tensor::{Device, Int, Tensor, TensorData};
+use burn::tensor::{Device, Tensor};
 use fastsoftmax_infer::Vocab;
-use fastsoftmax_translate::{bleu, text};
+use fastsoftmax_translate::distill::TranslateLines;
+use fastsoftmax_translate::{bleu, SearchOptions};
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
+use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::config::TrainingSoftmax;
+use crate::export_nmt::EngineWeights;
 use crate::fused::Sampler;
 use crate::lm::Ops;
 use crate::seq2seq::{NmtBatch, NmtConfig, Translator};
@@ -315,9 +318,11 @@ fn epoch_checkpoint(epoch: usize) -> String {
 }
 
 /// A parallel text read and encoded: per sentence the source and target ids, each ending with
-/// `<eos>`, and the raw target line (the BLEU reference).
+/// `<eos>`, the raw source line (what validation translates) and the raw target line (the BLEU
+/// reference).
 pub struct Parallel {
     pub pairs: Vec<(Vec<u32>, Vec<u32>)>,
+    pub sources: Vec<String>,
     pub references: Vec<String>,
 }
 
@@ -392,6 +397,7 @@ fn encode_part(
             .zip(tgt)
             .map(|(s, t)| (encode(s, sv, tokenizer), encode(t, tv, &Tokenizer::Words)))
             .collect(),
+        sources: src.to_vec(),
         references: tgt.to_vec(),
     }
 }
@@ -433,8 +439,6 @@ pub trait NmtNetwork: Module + Sized {
         negatives: Option<&crate::fused::Negatives>,
         label_smoothing: f64,
     ) -> (Tensor<1>, Tensor<1>);
-    /// Greedy translations of `src [B, S]` (one source length), without the final `<eos>`.
-    fn greedy(&self, src: Tensor<2, Int>, eos: u32, max_len: usize) -> Vec<Vec<u32>>;
     fn device(&self) -> Device;
 }
 
@@ -447,9 +451,6 @@ impl NmtNetwork for Translator {
         label_smoothing: f64,
     ) -> (Tensor<1>, Tensor<1>) {
         Translator::smoothed_loss(self, batch, ops, negatives, label_smoothing)
-    }
-    fn greedy(&self, src: Tensor<2, Int>, eos: u32, max_len: usize) -> Vec<Vec<u32>> {
-        Translator::greedy(self, src, eos, max_len)
     }
     fn device(&self) -> Device {
         self.src_embedding.weight.device()
@@ -465,9 +466,6 @@ impl NmtNetwork for TransformerNmt {
         label_smoothing: f64,
     ) -> (Tensor<1>, Tensor<1>) {
         TransformerNmt::smoothed_loss(self, batch, ops, negatives, label_smoothing)
-    }
-    fn greedy(&self, src: Tensor<2, Int>, eos: u32, max_len: usize) -> Vec<Vec<u32>> {
-        TransformerNmt::greedy(self, src, eos, max_len)
     }
     fn device(&self) -> Device {
         self.src_embedding.weight.device()
@@ -529,6 +527,7 @@ fn prepare(cfg: &NmtExperimentConfig, opts: &NmtOptions) -> Result<Prepared> {
     let mut valid = encode_part(&valid_src, &valid_tgt, (&src_vocab, &tokenizer), &tgt_vocab);
     if let Some(n) = opts.max_valid {
         valid.pairs.truncate(n);
+        valid.sources.truncate(n);
         valid.references.truncate(n);
     }
     Ok(Prepared {
@@ -558,31 +557,28 @@ pub fn train_nmt(
     let languages = Some(&languages);
     match &cfg.model {
         NmtModelConfig::Rnn(m) => {
-            let export = |model: &Translator, d: &Prepared| {
-                crate::export_nmt::export(
-                    model,
-                    &d.src_vocab,
-                    &d.tgt_vocab,
-                    &d.tokenizer,
-                    m,
-                    languages,
-                    &opts.out,
-                )
-            };
-            train_network(cfg, opts, device, &data, || m.init(vs, vt, device), export)
-        }
-        NmtModelConfig::Transformer(m) => {
-            let export = |model: &TransformerNmt, d: &Prepared| {
-                crate::export_nmt::export_transformer(
+            let engine = |model: &Translator, d: &Prepared| {
+                EngineWeights::Recurrent(crate::export_nmt::to_weights(
                     model,
                     (&d.src_vocab, &d.tokenizer),
                     &d.tgt_vocab,
                     m,
                     languages,
-                    &opts.out,
-                )
+                ))
             };
-            train_network(cfg, opts, device, &data, || m.init(vs, vt, device), export)
+            train_network(cfg, opts, device, &data, || m.init(vs, vt, device), engine)
+        }
+        NmtModelConfig::Transformer(m) => {
+            let engine = |model: &TransformerNmt, d: &Prepared| {
+                EngineWeights::Transformer(crate::export_nmt::transformer_weights(
+                    model,
+                    (&d.src_vocab, &d.tokenizer),
+                    &d.tgt_vocab,
+                    m,
+                    languages,
+                ))
+            };
+            train_network(cfg, opts, device, &data, || m.init(vs, vt, device), engine)
         }
     }
 }
@@ -593,7 +589,7 @@ fn train_network<M: NmtNetwork>(
     device: &Device,
     data: &Prepared,
     init: impl Fn() -> M,
-    export: impl Fn(&M, &Prepared) -> Result<()>,
+    engine: impl Fn(&M, &Prepared) -> EngineWeights,
 ) -> Result<NmtMetrics> {
     let t = &cfg.train;
     let (src_vocab, tgt_vocab) = (&data.src_vocab, &data.tgt_vocab);
@@ -747,7 +743,7 @@ fn train_network<M: NmtNetwork>(
         }
         let inference = model.valid();
         let valid_ppl = perplexity(&inference, valid, t.batch_size, pad);
-        let hyps = translate_greedy(&inference, valid, tgt_vocab, t.batch_size);
+        let hyps = translate_greedy(&*engine(&inference, data).translator()?, &valid.sources)?;
         let valid_bleu = bleu::corpus_bleu(&hyps, &valid.references).score;
         let record = NmtEpoch {
             epoch,
@@ -780,7 +776,7 @@ fn train_network<M: NmtNetwork>(
         if valid_bleu > state.best_valid_bleu {
             state.best_valid_bleu = valid_bleu;
             save_module(&model, &out(BEST))?;
-            export(&inference, data)?;
+            engine(&inference, data).save(&opts.out)?;
         }
         state.history.push(record);
         state.epochs_done = epoch;
@@ -833,7 +829,7 @@ fn train_network<M: NmtNetwork>(
         let mean = crate::average::average(models)?;
         let inference = mean.valid();
         let valid_ppl = perplexity(&inference, valid, t.batch_size, pad);
-        let hyps = translate_greedy(&inference, valid, tgt_vocab, t.batch_size);
+        let hyps = translate_greedy(&*engine(&inference, data).translator()?, &valid.sources)?;
         let valid_bleu = bleu::corpus_bleu(&hyps, &valid.references).score;
         let (first, last) = (kept[0], kept[kept.len() - 1]);
         let line = format!(
@@ -857,7 +853,7 @@ fn train_network<M: NmtNetwork>(
         });
     }
     let best = load_module(init(), &out(BEST))?;
-    export(&best.valid(), data)?;
+    engine(&best.valid(), data).save(&opts.out)?;
     let metrics = NmtMetrics {
         best_epoch: best_epoch.epoch,
         valid_bleu: best_epoch.valid_bleu,
@@ -892,29 +888,28 @@ pub fn perplexity<M: NmtNetwork>(model: &M, data: &Parallel, batch_size: usize, 
     }
 }
 
-/// Greedy translations of every source of `data`, detokenized, in input order.
-pub fn translate_greedy<M: NmtNetwork>(
-    model: &M,
-    data: &Parallel,
-    tgt_vocab: &Vocab,
-    batch_size: usize,
-) -> Vec<String> {
-    let device = model.device();
-    let mut out = vec![String::new(); data.pairs.len()];
-    for ids in batches(&data.pairs, batch_size, 0) {
-        let s = data.pairs[ids[0]].0.len();
-        let src: Vec<i64> = ids
-            .iter()
-            .flat_map(|&i| data.pairs[i].0.iter().map(|&x| x as i64))
-            .collect();
-        let src = Tensor::<2, Int>::from_data(TensorData::new(src, [ids.len(), s]), &device);
-        let hyps = model.greedy(src, tgt_vocab.eos(), 2 * s + 10);
-        for (&i, hyp) in ids.iter().zip(hyps) {
-            let words: Vec<&str> = hyp.iter().map(|&y| tgt_vocab.word(y)).collect();
-            out[i] = text::detokenize(&words);
-        }
-    }
-    out
+/// Greedy translations of `sources` (beam 1, `<unk>` kept), detokenized, in input order, by
+/// the burn-free engine an app serves: its decoder keeps a key/value cache where burn's graph
+/// would run the whole prefix again at every step. Chunks of sentences decode in parallel.
+pub fn translate_greedy(engine: &dyn TranslateLines, sources: &[String]) -> Result<Vec<String>> {
+    let opts = SearchOptions {
+        beam: 1,
+        replace_unk: false,
+        max_source_tokens: usize::MAX,
+        ..SearchOptions::default()
+    };
+    let chunks: Vec<Vec<String>> = sources
+        .par_chunks(32)
+        .map(|chunk| {
+            let lines: Vec<&str> = chunk.iter().map(String::as_str).collect();
+            let best = engine.translate_lines(&lines, &opts)?;
+            Ok(best
+                .into_iter()
+                .map(|n| n.into_iter().next().map(|t| t.text).unwrap_or_default())
+                .collect())
+        })
+        .collect::<Result<_>>()?;
+    Ok(chunks.concat())
 }
 
 fn resume<M: NmtNetwork>(

@@ -1,8 +1,9 @@
 //! The Transformer teacher end to end on seeded fixtures: burn's model exported to the
-//! burn-free engine gives the same logits (within 1e-4) and the same greedy translation, the
-//! artifact round-trips and refuses damage, and a short training run lowers the loss; the
-//! model's own walk over burn's layers computes burn's `forward`, and its dropout keeps the
-//! asked share and passes gradients through its mask.
+//! burn-free engine gives the same logits (within 1e-4) and the same greedy translation (also
+//! through validation's parallel chunks, in line order), the artifact round-trips and refuses
+//! damage, and a short training run lowers the loss; the model's own walk over burn's layers
+//! computes burn's `forward`, and its dropout keeps the asked share and passes gradients
+//! through its mask.
 
 use burn::tensor::{Device, Int, Tensor, TensorData};
 use fastsoftmax_infer::Vocab;
@@ -97,6 +98,54 @@ fn engine_matches_burn_logits_and_greedy_output() {
             "tied {tied}: greedy outputs differ"
         );
     }
+}
+
+/// Validation decodes with the engine, in parallel chunks of 32 sentences: every line comes
+/// back in its place and equals burn's own greedy decoding of it.
+#[test]
+fn validation_greedy_is_burns_greedy_in_input_order() {
+    let device = Device::flex();
+    device.seed(12);
+    let cfg = config(true);
+    let (sv, tv) = (vocab(23, "s"), vocab(31, "t"));
+    let model = cfg.init(sv.len(), tv.len(), &device);
+    let engine = export_nmt::EngineWeights::Transformer(export_nmt::transformer_weights(
+        &model,
+        (&sv, &Tokenizer::Words),
+        &tv,
+        &cfg,
+        None,
+    ))
+    .translator()
+    .unwrap();
+    // 70 sentences of 1 to 7 words (ids 0..21; `<unk>` and `<eos>` follow): three chunks, the
+    // last one short.
+    let sources: Vec<Vec<u32>> = (0..70u32)
+        .map(|i| (0..1 + i % 7).map(|j| (i * 7 + j * 5) % 21).collect())
+        .collect();
+    let lines: Vec<String> = sources
+        .iter()
+        .map(|s| s.iter().map(|&i| sv.word(i)).collect::<Vec<_>>().join(" "))
+        .collect();
+    let got = fastsoftmax_nn::train_nmt::translate_greedy(&*engine, &lines).unwrap();
+    assert_eq!(got.len(), lines.len());
+    let mut words_out = 0;
+    for (i, src) in sources.iter().enumerate() {
+        let mut src = src.clone();
+        src.push(sv.eos());
+        let burn = &model.greedy(ids(&src, &device), tv.eos(), 2 * src.len() + 10)[0];
+        let words: Vec<&str> = burn.iter().map(|&y| tv.word(y)).collect();
+        assert_eq!(
+            got[i],
+            fastsoftmax_translate::text::detokenize(&words),
+            "line {i}"
+        );
+        words_out += words.len();
+    }
+    assert!(
+        words_out > 0,
+        "every translation is empty: the test compares nothing"
+    );
 }
 
 #[test]
