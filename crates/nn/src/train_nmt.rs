@@ -1,6 +1,7 @@
 //! Teacher-forced training of the [`Translator`]: Adam on the mean target-token loss (the full
 //! softmax or the sampled one of the large-vocabulary option), per-epoch validation perplexity
-//! and greedy BLEU (decoded by the burn-free engine the run exports), an atomic checkpoint after every epoch and `--resume`.
+//! and greedy BLEU (decoded by the burn-free engine the run exports), an atomic checkpoint
+//! after every epoch and `--resume`.
 //!
 //! Batches hold sentences of one source length (bucketed, shuffled within each length, batch
 //! order shuffled per epoch): the encoder then needs no padding or masks, the backward
