@@ -206,6 +206,7 @@ impl Converter {
             beam: self.config.beam,
             n_best,
             katakana: self.config.katakana,
+            ..Options::default()
         }
     }
 

@@ -7,6 +7,7 @@
 //! are never recomputed.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use crate::lattice::{Lattice, Lexicon, Node, NodeKind};
 use crate::mozc::{Class, PathCosts, BOUNDARY};
@@ -233,26 +234,45 @@ pub struct Candidate {
     pub text: String,
     /// `(display, reading)` per word.
     pub words: Vec<(String, String)>,
-    /// `ln p` of the path, end of sentence included.
+    /// Each word's lattice node (`start` in the decoder's kana).
+    pub nodes: Vec<Node>,
+    /// `ln p` of the path, end of sentence (or the word after it) included.
     pub score: f32,
+}
+
+/// Where a decode starts: the LM state after the text before it and Mozc's right POS id of that
+/// text's last word ([`BOUNDARY`] at a sentence start).
+#[derive(Clone)]
+pub struct Start<St> {
+    pub state: St,
+    pub rid: u16,
 }
 
 /// The converter's search state for the kana typed so far.
 pub struct Decoder<S: Scorer> {
     beam: usize,
-    spelling: Spelling,
+    /// Shared: a session's decoders over spans of its input score with the same model.
+    spelling: Arc<Spelling>,
     lattice: Lattice,
     frames: Vec<Vec<Hyp<S::State>>>,
+    /// Whether each kana's words are handed to [`Scorer::select`]; a decoder over a span of an
+    /// input another decoder has shown the scorer does not, so that one's selection stays.
+    selects: bool,
 }
 
 impl<S: Scorer> Decoder<S> {
     /// An empty input; `beam` hypotheses per frame (the paper: 10).
-    pub fn new(scorer: &mut S, beam: usize, spelling: Spelling) -> Self {
+    pub fn new(scorer: &mut S, beam: usize, spelling: impl Into<Arc<Spelling>>) -> Self {
         Self::with_lattice(scorer, beam, spelling, Lattice::new())
     }
 
     /// As [`Decoder::new`], over `lattice` (empty; e.g. [`Lattice::with_katakana`]).
-    pub fn with_lattice(scorer: &mut S, beam: usize, spelling: Spelling, lattice: Lattice) -> Self {
+    pub fn with_lattice(
+        scorer: &mut S,
+        beam: usize,
+        spelling: impl Into<Arc<Spelling>>,
+        lattice: Lattice,
+    ) -> Self {
         let start = Hyp {
             score: 0.0,
             logit: 0.0,
@@ -262,9 +282,29 @@ impl<S: Scorer> Decoder<S> {
         };
         Decoder {
             beam: beam.max(1),
-            spelling,
+            spelling: spelling.into(),
             lattice,
             frames: vec![vec![start]],
+            selects: true,
+        }
+    }
+
+    /// A decoder over kana that follow `start`, for a span of an input that another decoder
+    /// (with the same scorer) has already decoded: it leaves the scorer's selection alone, since
+    /// every word its lattice meets was selected for that input. What a segment's alternatives
+    /// and a resized segment are decoded with.
+    pub fn over_span(
+        beam: usize,
+        spelling: Arc<Spelling>,
+        lattice: Lattice,
+        start: Start<S::State>,
+    ) -> Self {
+        Decoder {
+            beam: beam.max(1),
+            spelling,
+            lattice,
+            frames: vec![vec![Hyp::from(start)]],
+            selects: false,
         }
     }
 
@@ -278,8 +318,10 @@ impl<S: Scorer> Decoder<S> {
         let t = self.lattice.len();
         // Each node's LM id and extra score, once.
         let scored = self.node_words(t, lexicon);
-        let ids: Vec<u32> = scored.iter().map(|&(id, _)| id).collect();
-        self.select(t, &ids, scorer);
+        if self.selects {
+            let ids: Vec<u32> = scored.iter().map(|&(id, _)| id).collect();
+            self.select(t, &ids, scorer);
+        }
         let nodes = self.lattice.ending_at(t);
         // Mozc's class of each node, when its costs score paths.
         let costs = lexicon.path_costs();
@@ -352,7 +394,7 @@ impl<S: Scorer> Decoder<S> {
         self.frames.pop();
         let kana = self.lattice.pop();
         let t = self.lattice.len();
-        if t > 0 {
+        if t > 0 && self.selects {
             let ids: Vec<u32> = self.node_words(t, lexicon).iter().map(|w| w.0).collect();
             self.select(t, &ids, scorer);
         }
@@ -378,35 +420,80 @@ impl<S: Scorer> Decoder<S> {
         lexicon: &Lexicon,
         scorer: &mut S,
     ) -> bool {
+        let Some(mut start) = self.starts_along(text, lexicon).and_then(|mut s| s.pop()) else {
+            return false;
+        };
+        if end_sentence {
+            start = end_sentence_after(start, scorer);
+        }
+        self.restart(start);
+        true
+    }
+
+    /// Drops the input and starts the next from `start` (text committed some other way: a
+    /// conversion edited segment by segment).
+    pub fn restart(&mut self, start: Start<S::State>) {
+        self.clear();
+        self.frames[0] = vec![Hyp::from(start)];
+    }
+
+    /// Where the input starts from.
+    pub fn origin(&self) -> Start<S::State> {
+        let h = &self.frames[0][0];
+        Start {
+            state: h.state.clone(),
+            rid: h.rid,
+        }
+    }
+
+    /// The starts along the best hypothesis spelling `text` (one of [`Decoder::n_best`]):
+    /// `starts[i]` precedes word `i`, the last follows the last word. `None` when no hypothesis
+    /// of the whole input spells `text`.
+    pub fn starts_along(&self, text: &str, lexicon: &Lexicon) -> Option<Vec<Start<S::State>>> {
         let t = self.lattice.len();
         if t == 0 {
-            return false;
+            return None;
         }
         let best = (0..self.frames[t].len())
             .filter(|&j| {
                 let words = self.path(t, j, lexicon);
                 words.iter().map(|(d, _)| d.as_str()).collect::<String>() == text
             })
-            .max_by(|&a, &b| self.frames[t][a].score.total_cmp(&self.frames[t][b].score));
-        let Some(j) = best else {
-            return false;
-        };
-        let mut state = self.frames[t][j].state.clone();
-        let mut rid = self.frames[t][j].rid;
-        if end_sentence {
-            let end = scorer.end();
-            state = scorer.advance(&[(&state, end)]).remove(0);
-            rid = BOUNDARY;
+            .max_by(|&a, &b| self.frames[t][a].score.total_cmp(&self.frames[t][b].score))?;
+        let (mut f, mut j) = (t, best);
+        let mut starts = Vec::new();
+        loop {
+            let h = &self.frames[f][j];
+            starts.push(Start {
+                state: h.state.clone(),
+                rid: h.rid,
+            });
+            match h.back {
+                Some((pf, pj, _)) => (f, j) = (pf, pj),
+                None => break,
+            }
         }
-        self.clear();
-        self.frames[0] = vec![Hyp {
-            score: 0.0,
-            logit: 0.0,
-            state,
-            back: None,
-            rid,
-        }];
-        true
+        starts.reverse();
+        Some(starts)
+    }
+
+    /// `start` advanced through `nodes` (words the user fixed, or text typed as is), one LM step
+    /// per word: where the text after them starts.
+    pub fn advance_through(
+        &self,
+        mut start: Start<S::State>,
+        nodes: &[Node],
+        lexicon: &Lexicon,
+        scorer: &mut S,
+    ) -> Start<S::State> {
+        for node in nodes {
+            let (id, _) = self.word_of(node, lexicon);
+            if let Some(c) = lexicon.path_costs() {
+                start.rid = mozc_score(c, start.rid, &classes_of(node, lexicon)).1;
+            }
+            start.state = scorer.advance(&[(&start.state, id)]).remove(0);
+        }
+        start
     }
 
     /// Hands the scorer kana `t`'s words (the LM ids of its nodes) and the live states
@@ -464,35 +551,76 @@ impl<S: Scorer> Decoder<S> {
                     self.spelling.log_prob_word(c.encode_utf8(&mut buf), 0),
                 )
             }
-            NodeKind::Katakana(k) => (self.spelling.unk, self.spelling.log_prob_word(k, 0)),
+            NodeKind::Katakana(k) | NodeKind::Literal(k) => {
+                (self.spelling.unk, self.spelling.log_prob_word(k, 0))
+            }
         }
     }
 
     /// The `n` best distinct conversions of the whole input, best first (end of sentence
     /// scored). Empty input gives no candidates.
     pub fn n_best(&self, n: usize, lexicon: &Lexicon, scorer: &mut S) -> Vec<Candidate> {
+        self.n_best_before(n, Then::End, lexicon, scorer)
+            .into_iter()
+            .map(|(c, _)| c)
+            .collect()
+    }
+
+    /// The `n` best distinct conversions of the input followed by `then`, each with where the
+    /// text after it starts.
+    pub fn n_best_before(
+        &self,
+        n: usize,
+        then: Then,
+        lexicon: &Lexicon,
+        scorer: &mut S,
+    ) -> Vec<(Candidate, Start<S::State>)> {
         let t = self.lattice.len();
         if t == 0 {
             return Vec::new();
         }
-        let end = scorer.end();
+        let next = match then {
+            Then::End => Some((scorer.end(), 0.0, None)),
+            Then::Word(node) => {
+                let (id, extra) = self.word_of(node, lexicon);
+                Some((id, extra, Some(classes_of(node, lexicon))))
+            }
+            Then::Open => None,
+        };
         let mut lp = [0.0f32];
         let mut finals: Vec<(f32, usize)> = self.frames[t]
             .iter()
             .enumerate()
             .map(|(j, h)| {
-                scorer.log_probs(&h.state, &[end], &mut lp);
-                let mozc = lexicon.path_costs().map_or(0.0, |c| c.end(h.rid));
-                (h.score + lp[0] + mozc, j)
+                let Some((id, extra, classes)) = &next else {
+                    return (h.score, j);
+                };
+                scorer.log_probs(&h.state, &[*id], &mut lp);
+                let mozc = lexicon.path_costs().map_or(0.0, |c| match classes {
+                    Some(classes) => mozc_score(c, h.rid, classes).0,
+                    None => c.end(h.rid),
+                });
+                (h.score + lp[0] + extra + mozc, j)
             })
             .collect();
         finals.sort_by(|a, b| b.0.total_cmp(&a.0));
-        let mut out: Vec<Candidate> = Vec::new();
+        let mut out: Vec<(Candidate, Start<S::State>)> = Vec::new();
         for (score, j) in finals {
-            let words = self.path(t, j, lexicon);
+            let (words, nodes) = self.path_nodes(t, j, lexicon);
             let text: String = words.iter().map(|(d, _)| d.as_str()).collect();
-            if out.iter().all(|c| c.text != text) {
-                out.push(Candidate { text, words, score });
+            if out.iter().all(|(c, _)| c.text != text) {
+                let h = &self.frames[t][j];
+                let end = Start {
+                    state: h.state.clone(),
+                    rid: h.rid,
+                };
+                let candidate = Candidate {
+                    text,
+                    words,
+                    nodes,
+                    score,
+                };
+                out.push((candidate, end));
                 if out.len() == n {
                     break;
                 }
@@ -502,17 +630,63 @@ impl<S: Scorer> Decoder<S> {
     }
 
     /// `(display, reading)` of the words of hypothesis `j` of frame `t`, first word first.
-    fn path(&self, mut t: usize, mut j: usize, lexicon: &Lexicon) -> Vec<(String, String)> {
+    fn path(&self, t: usize, j: usize, lexicon: &Lexicon) -> Vec<(String, String)> {
+        self.path_nodes(t, j, lexicon).0
+    }
+
+    /// [`Decoder::path`] and the words' nodes.
+    #[allow(clippy::type_complexity)]
+    fn path_nodes(
+        &self,
+        mut t: usize,
+        mut j: usize,
+        lexicon: &Lexicon,
+    ) -> (Vec<(String, String)>, Vec<Node>) {
         let mut words = Vec::new();
+        let mut nodes = Vec::new();
         while let Some((f, prev, k)) = self.frames[t][j].back {
             let node = &self.lattice.ending_at(t)[k];
             let reading: String = self.lattice.kana()[node.start..t].iter().collect();
             words.push((Lattice::display(node, lexicon).into_owned(), reading));
+            nodes.push(node.clone());
             (t, j) = (f, prev);
         }
         words.reverse();
-        words
+        nodes.reverse();
+        (words, nodes)
     }
+}
+
+impl<St> From<Start<St>> for Hyp<St> {
+    fn from(start: Start<St>) -> Self {
+        Hyp {
+            score: 0.0,
+            logit: 0.0,
+            state: start.state,
+            back: None,
+            rid: start.rid,
+        }
+    }
+}
+
+/// `start` after the end-of-sentence word: the next text starts a sentence.
+pub fn end_sentence_after<S: Scorer>(start: Start<S::State>, scorer: &mut S) -> Start<S::State> {
+    let end = scorer.end();
+    Start {
+        state: scorer.advance(&[(&start.state, end)]).remove(0),
+        rid: BOUNDARY,
+    }
+}
+
+/// What follows the kana a candidate converts, scored with it.
+#[derive(Debug, Clone, Copy)]
+pub enum Then<'a> {
+    /// The end of the sentence (a whole input).
+    End,
+    /// A word fixed after it (the next segment's first word).
+    Word(&'a Node),
+    /// Nothing scored (the text after it is being decoded anew).
+    Open,
 }
 
 /// Mozc's classes of a lattice node.
@@ -533,7 +707,7 @@ fn classes_of<'a>(node: &Node, lexicon: &'a Lexicon) -> NodeClasses<'a> {
             NodeClasses::Word(lexicon.classes(*id))
         }
         NodeKind::Word(_) | NodeKind::Passthrough(_) => NodeClasses::Unknown,
-        NodeKind::Katakana(k) => NodeClasses::Span(k.chars().count()),
+        NodeKind::Katakana(k) | NodeKind::Literal(k) => NodeClasses::Span(k.chars().count()),
     }
 }
 

@@ -244,6 +244,9 @@ pub enum NodeKind {
     /// A span of hiragana shown in katakana, where the lexicon has no such word: the loanwords
     /// and names no dictionary lists (IMEs offer the same).
     Katakana(String),
+    /// Text the user asked for with a conversion key (F6–F10: the reading in hiragana,
+    /// katakana, half-width, or the keys typed), scored as a word outside the vocabulary.
+    Literal(String),
 }
 
 /// The lattice over the kana typed so far; `ends[t]` holds the nodes ending after kana `t`.
@@ -253,6 +256,8 @@ pub struct Lattice {
     ends: Vec<Vec<Node>>,
     /// Longest span offered in katakana (0: none).
     katakana: usize,
+    /// A word boundary every path keeps: no node spans across it.
+    boundary: Option<usize>,
 }
 
 impl Lattice {
@@ -266,6 +271,13 @@ impl Lattice {
             katakana: max,
             ..Self::default()
         }
+    }
+
+    /// Keeps a word boundary after the first `at` kana: no node crosses it (a segment's end
+    /// the user set).
+    pub fn with_boundary(mut self, at: usize) -> Self {
+        self.boundary = Some(at);
+        self
     }
 
     /// Kana typed so far.
@@ -295,7 +307,11 @@ impl Lattice {
         let mut reading = String::new();
         let mut own_display = false;
         let reach = lexicon.max_reading().max(self.katakana);
+        let crosses = |start: usize| self.boundary.is_some_and(|b| start < b && b < t);
         for start in (t.saturating_sub(reach)..t).rev() {
+            if crosses(start) {
+                break;
+            }
             reading.insert(0, self.kana[start]);
             let mut katakana = (t - start >= 2 && t - start <= self.katakana)
                 .then(|| to_katakana(&reading))
@@ -337,7 +353,7 @@ impl Lattice {
         match node.kind {
             NodeKind::Word(id) => lexicon.word(id).display.as_str().into(),
             NodeKind::Passthrough(c) => c.to_string().into(),
-            NodeKind::Katakana(ref k) => k.as_str().into(),
+            NodeKind::Katakana(ref k) | NodeKind::Literal(ref k) => k.as_str().into(),
         }
     }
 }

@@ -18,12 +18,19 @@
 //! - [`mozc`]: Mozc's dictionary (MeCab's binary format) and its path costs in the lattice.
 //! - [`model`]: the shipped converter folder: the LM and the lexicon of the words outside it.
 //! - [`converter`]: the shipped converter opened with one call ([`Converter::open`]).
-//! - [`session`]: keys in, candidates and committed text out, the LM state carried over.
+//! - [`session`]: keys in, candidates and committed text out, the LM state carried over; Mozc's
+//!   keys ([`Session::press`]): segments, transliteration, the candidate window.
+//! - [`segment`]: a conversion in segments (bunsetsu), each with its own alternatives.
+//! - [`chars`]: hiragana, katakana, half- and full-width forms (F6–F10).
+//! - [`history`]: what the user chose, learned (recency- and frequency-weighted).
+//! - [`user_dict`]: the user dictionary, in the text format of Mozc's dictionary tool.
 
 pub mod adapt;
 pub mod bucketed;
+pub mod chars;
 pub mod converter;
 pub mod decode;
+pub mod history;
 pub mod ivs;
 pub mod kn;
 pub mod kn_file;
@@ -33,20 +40,25 @@ pub mod mix;
 pub mod model;
 pub mod mozc;
 pub mod romaji;
+pub mod segment;
 pub mod session;
 pub mod tail;
+pub mod user_dict;
 
 pub use bucketed::{BucketKind, BucketScorer, BucketState};
+pub use chars::{Transliteration, Width};
 pub use converter::{Converter, ConverterConfig};
-pub use decode::{Candidate, Decoder, Scorer, Spelling};
+pub use decode::{Candidate, Decoder, Scorer, Spelling, Start, Then};
+pub use history::{History, HistoryConfig};
 pub use ivs::{IvsScorer, IvsState, Repair, Sample};
 pub use kn::{mixture_weights, KnScorer, KneserNey};
 pub use kn_file::KnMixture;
-pub use lattice::{Lattice, Lexicon, Word};
+pub use lattice::{Lattice, Lexicon, Node, NodeKind, Word};
 pub use lstm::{LstmScorer, LstmState};
 pub use mix::{Interpolated, LogLinear};
 pub use model::ImeModel;
 pub use mozc::MozcDictionary;
 pub use romaji::Romaji;
-pub use session::{Options, Session};
+pub use session::{Key, Options, Reply, Session, View};
 pub use tail::TailEstimate;
+pub use user_dict::{Pos, UserDictionary, UserWord};

@@ -2,10 +2,20 @@
 //! the committed text out. Committing carries the language model's state over (the paper's
 //! "state carried over"), so what is typed next is converted in the context of what came
 //! before, and the lattice, the hypotheses and any vocabulary selection start afresh.
+//!
+//! Two ways in: the calls of a conversion engine (`key`, `candidates`, `commit`: whole-input
+//! candidates, what `ime eval` measures), and [`Session::press`], the keys of an input method
+//! as Mozc binds them (Space converts into segments, arrows move between them, Shift+arrows
+//! resize them, F6–F10 transliterate, Enter commits), what the terminal converter and the
+//! IBus engine drive.
 
-use crate::decode::{Candidate, Decoder, Scorer, Spelling};
+use std::sync::Arc;
+
+use crate::chars::{Transliteration, Width};
+use crate::decode::{end_sentence_after, Candidate, Decoder, Scorer, Spelling};
 use crate::lattice::{Lattice, Lexicon};
 use crate::romaji::Romaji;
+use crate::segment::{Conversion, Env, Segment};
 
 /// How a session converts.
 #[derive(Debug, Clone, Copy)]
@@ -16,6 +26,8 @@ pub struct Options {
     pub n_best: usize,
     /// Longest hiragana span also offered in katakana (0: none).
     pub katakana: usize,
+    /// Digits and symbols typed: half-width (`12`) or full-width (`１２`, Mozc's default).
+    pub width: Width,
 }
 
 impl Default for Options {
@@ -24,6 +36,7 @@ impl Default for Options {
             beam: 10,
             n_best: 9,
             katakana: 12,
+            width: Width::Half,
         }
     }
 }
@@ -49,17 +62,89 @@ const SENTENCE_ENDS: [char; 6] = ['。', '！', '？', '.', '!', '?'];
 /// ```
 pub struct Session<'l, S: Scorer> {
     lexicon: &'l Lexicon,
-    spelling: Spelling,
+    spelling: Arc<Spelling>,
     options: Options,
     scorer: S,
     decoder: Decoder<S>,
     romaji: Romaji,
     candidates: Vec<Candidate>,
     committed: String,
+    /// The input being converted segment by segment (after Space), if any.
+    conversion: Option<Conversion<S>>,
+    /// The focused segment's candidate window: the highlighted alternative, when open.
+    window: Option<usize>,
 }
+
+/// A key as an input method receives it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Key {
+    /// A printable character (romaji, digits, symbols; a capital starts direct input).
+    Char(char),
+    Space,
+    Enter,
+    Backspace,
+    Escape,
+    Left,
+    Right,
+    /// Shift+← / Shift+→: shrink / grow the focused segment.
+    ShiftLeft,
+    ShiftRight,
+    Up,
+    Down,
+    PageUp,
+    PageDown,
+    /// F1–F12 (F6–F10 transliterate).
+    Function(u8),
+}
+
+/// What a key did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Reply {
+    /// Whether the input method used the key (false: the application should get it, as a
+    /// Space or Enter with nothing typed).
+    pub consumed: bool,
+    /// Text committed by the key.
+    pub committed: Option<String>,
+}
+
+impl Reply {
+    fn used() -> Self {
+        Reply {
+            consumed: true,
+            committed: None,
+        }
+    }
+    fn passed() -> Self {
+        Reply::default()
+    }
+    fn commit(text: String) -> Self {
+        Reply {
+            consumed: true,
+            committed: Some(text),
+        }
+    }
+}
+
+/// What a front end draws: the preedit in segments, and the candidate window.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct View {
+    /// The preedit, segment by segment (one segment while composing).
+    pub segments: Vec<String>,
+    /// The focused segment (underlined), while converting.
+    pub focus: Option<usize>,
+    /// The candidate window's page, when open: its alternatives, the highlighted one (index
+    /// into `candidates`), and the page's first index in the whole list.
+    pub candidates: Vec<String>,
+    pub highlighted: Option<usize>,
+    pub page_start: usize,
+}
+
+/// Candidates a page of the window shows (selected by 1–9).
+pub const PAGE: usize = 9;
 
 impl<'l, S: Scorer> Session<'l, S> {
     pub fn new(mut scorer: S, lexicon: &'l Lexicon, spelling: Spelling, options: Options) -> Self {
+        let spelling = Arc::new(spelling);
         let decoder = Self::decoder(&mut scorer, &spelling, options);
         Session {
             lexicon,
@@ -67,13 +152,15 @@ impl<'l, S: Scorer> Session<'l, S> {
             options,
             scorer,
             decoder,
-            romaji: Romaji::new(),
+            romaji: Romaji::with_width(options.width),
             candidates: Vec::new(),
             committed: String::new(),
+            conversion: None,
+            window: None,
         }
     }
 
-    fn decoder(scorer: &mut S, spelling: &Spelling, o: Options) -> Decoder<S> {
+    fn decoder(scorer: &mut S, spelling: &Arc<Spelling>, o: Options) -> Decoder<S> {
         let lattice = Lattice::with_katakana(o.katakana);
         Decoder::with_lattice(scorer, o.beam, spelling.clone(), lattice)
     }
@@ -81,6 +168,7 @@ impl<'l, S: Scorer> Session<'l, S> {
     /// One typed character: romaji letters spell kana; anything else (digits, symbols, kana
     /// pasted in) joins the input as it is.
     pub fn key(&mut self, key: char) {
+        self.end_conversion();
         self.romaji.push(key);
         self.sync();
     }
@@ -88,6 +176,7 @@ impl<'l, S: Scorer> Session<'l, S> {
     /// Removes the last key of the input (a pending letter or the last kana); the lattice and
     /// the hypotheses roll back. Returns false when the input is empty.
     pub fn backspace(&mut self) -> bool {
+        self.end_conversion();
         if self.romaji.kana().is_empty() && self.romaji.pending().is_empty() {
             return false;
         }
@@ -100,6 +189,7 @@ impl<'l, S: Scorer> Session<'l, S> {
     /// that may yet become な) stay as the start of the next input. Returns the committed text,
     /// or `None` when there is no candidate `k`.
     pub fn commit(&mut self, k: usize) -> Option<&str> {
+        self.end_conversion();
         let text = self.candidates.get(k)?.text.clone();
         let end_sentence = text.ends_with(SENTENCE_ENDS);
         // The candidate is one of the decoder's n-best, so a hypothesis spells it.
@@ -110,7 +200,7 @@ impl<'l, S: Scorer> Session<'l, S> {
         let start = self.committed.len();
         self.committed.push_str(&text);
         let pending = self.romaji.pending().to_string();
-        self.romaji = Romaji::new();
+        self.romaji = Romaji::with_width(self.options.width);
         self.candidates.clear();
         for c in pending.chars() {
             self.romaji.push(c);
@@ -129,7 +219,8 @@ impl<'l, S: Scorer> Session<'l, S> {
 
     /// Drops the input, keeping the context of the text committed before it.
     pub fn clear(&mut self) {
-        self.romaji = Romaji::new();
+        self.end_conversion();
+        self.romaji = Romaji::with_width(self.options.width);
         self.decoder.clear();
         self.candidates.clear();
     }
@@ -137,7 +228,8 @@ impl<'l, S: Scorer> Session<'l, S> {
     /// Ends the paragraph: a line break joins the committed text and the next input starts a
     /// sentence from no context (any input typed is dropped).
     pub fn new_paragraph(&mut self) {
-        self.romaji = Romaji::new();
+        self.end_conversion();
+        self.romaji = Romaji::with_width(self.options.width);
         self.candidates.clear();
         self.decoder = Self::decoder(&mut self.scorer, &self.spelling, self.options);
         self.committed.push('\n');
@@ -170,6 +262,273 @@ impl<'l, S: Scorer> Session<'l, S> {
 
     pub fn scorer(&self) -> &S {
         &self.scorer
+    }
+
+    /// Whether an input is being converted segment by segment.
+    pub fn converting(&self) -> bool {
+        self.conversion.is_some()
+    }
+
+    /// The segments of the conversion (empty while composing).
+    pub fn segments(&self) -> &[Segment<S::State>] {
+        self.conversion.as_ref().map_or(&[], |c| c.segments())
+    }
+
+    /// Starts converting the input segment by segment (Space): the best conversion split into
+    /// segments, the focus on the first. Returns false when nothing is typed.
+    pub fn convert(&mut self) -> bool {
+        if self.conversion.is_some() {
+            return true;
+        }
+        self.romaji.flush();
+        self.sync();
+        let Some(best) = self.candidates.first() else {
+            return false;
+        };
+        let Some(starts) = self.decoder.starts_along(&best.text, self.lexicon) else {
+            return false;
+        };
+        let kana = self.romaji.kana().chars().collect();
+        self.conversion = Some(Conversion::new(kana, best, starts));
+        self.window = None;
+        true
+    }
+
+    /// Back to composing the input (Escape, Backspace in a conversion): the kana as typed.
+    pub fn cancel_conversion(&mut self) -> bool {
+        self.window = None;
+        self.conversion.take().is_some()
+    }
+
+    /// The focused segment's alternatives (decoded the first time), best first.
+    pub fn alternatives(&mut self) -> Vec<String> {
+        let (mut env, conversion) = self.env();
+        match conversion {
+            Some(c) => c
+                .alternatives(&mut env)
+                .into_iter()
+                .map(String::from)
+                .collect(),
+            None => Vec::new(),
+        }
+    }
+
+    /// Chooses alternative `k` of the focused segment.
+    pub fn choose(&mut self, k: usize) -> bool {
+        let (mut env, conversion) = self.env();
+        conversion.is_some_and(|c| c.choose(k, &mut env))
+    }
+
+    /// Moves the focus by `delta` segments.
+    pub fn move_focus(&mut self, delta: isize) -> bool {
+        self.window = None;
+        self.conversion
+            .as_mut()
+            .is_some_and(|c| c.move_focus(delta))
+    }
+
+    /// Shrinks (`delta` < 0) or grows the focused segment by one kana.
+    pub fn resize(&mut self, delta: isize) -> bool {
+        self.window = None;
+        let (mut env, conversion) = self.env();
+        conversion.is_some_and(|c| c.resize(delta, &mut env))
+    }
+
+    /// Writes the focused segment (or the whole input, when composing) as `how` says: F6–F10.
+    pub fn transliterate(&mut self, how: Transliteration) -> bool {
+        if !self.convert() {
+            return false;
+        }
+        let Some(c) = self.conversion.as_mut() else {
+            return false;
+        };
+        let s = &c.segments()[c.focus()];
+        let (start, end) = (s.start, s.end);
+        let reading = c.reading(c.focus());
+        let text = how.apply(&reading, &self.romaji.raw(start..end));
+        c.set_literal(text);
+        self.window = None;
+        true
+    }
+
+    /// Commits the conversion as its segments are chosen (Enter); what is typed next is
+    /// converted after it. Returns the text, or `None` when not converting.
+    pub fn commit_conversion(&mut self) -> Option<String> {
+        self.conversion.as_ref()?;
+        let (mut env, conversion) = self.env();
+        let conversion = conversion?;
+        let text = conversion.text();
+        let mut end = conversion.end(&mut env);
+        if text.ends_with(SENTENCE_ENDS) {
+            end = end_sentence_after(end, &mut self.scorer);
+        }
+        self.conversion = None;
+        self.window = None;
+        self.decoder.restart(end);
+        self.committed.push_str(&text);
+        self.romaji = Romaji::with_width(self.options.width);
+        self.candidates.clear();
+        Some(text)
+    }
+
+    /// One key of an input method (Mozc's bindings; see the module doc).
+    pub fn press(&mut self, key: Key) -> Reply {
+        if self.conversion.is_some() {
+            return self.press_converting(key);
+        }
+        let typing = !self.romaji.kana().is_empty() || !self.romaji.pending().is_empty();
+        match key {
+            Key::Char(c) => {
+                self.key(c);
+                Reply::used()
+            }
+            // A space ends direct (Latin) input; else it converts what is typed.
+            Key::Space if self.romaji.is_direct() => {
+                self.key(' ');
+                Reply::used()
+            }
+            Key::Space if typing => {
+                self.convert();
+                Reply::used()
+            }
+            Key::Enter if typing => match self.commit_all() {
+                Some(text) => Reply::commit(text.to_string()),
+                None => Reply::used(),
+            },
+            Key::Backspace if typing => {
+                self.backspace();
+                Reply::used()
+            }
+            Key::Escape if typing => {
+                self.clear();
+                Reply::used()
+            }
+            Key::Function(n) if typing => {
+                if let Some(how) = Transliteration::from_function_key(n) {
+                    self.transliterate(how);
+                }
+                Reply::used()
+            }
+            _ if typing => Reply::used(),
+            _ => Reply::passed(),
+        }
+    }
+
+    fn press_converting(&mut self, key: Key) -> Reply {
+        match key {
+            Key::Space | Key::Down => self.step_candidate(1),
+            Key::Up => self.step_candidate(-1),
+            Key::PageDown => self.step_candidate(PAGE as isize),
+            Key::PageUp => self.step_candidate(-(PAGE as isize)),
+            Key::Char(c @ '1'..='9') if self.window.is_some() => {
+                let page = self.window.unwrap_or(0) / PAGE * PAGE;
+                if self.choose(page + (c as usize - '1' as usize)) {
+                    self.window = None;
+                }
+            }
+            Key::Left => {
+                self.move_focus(-1);
+            }
+            Key::Right => {
+                self.move_focus(1);
+            }
+            Key::ShiftLeft => {
+                self.resize(-1);
+            }
+            Key::ShiftRight => {
+                self.resize(1);
+            }
+            Key::Function(n) => {
+                if let Some(how) = Transliteration::from_function_key(n) {
+                    self.transliterate(how);
+                }
+            }
+            Key::Enter => {
+                let text = self.commit_conversion().unwrap_or_default();
+                return Reply::commit(text);
+            }
+            Key::Escape | Key::Backspace => {
+                self.cancel_conversion();
+            }
+            // Typing goes on: the conversion is committed and the key starts the next input.
+            Key::Char(c) => {
+                let text = self.commit_conversion().unwrap_or_default();
+                self.key(c);
+                return Reply::commit(text);
+            }
+        }
+        Reply::used()
+    }
+
+    /// Moves the highlight in the focused segment's window by `delta` (opening it), choosing
+    /// the highlighted alternative as Mozc does.
+    fn step_candidate(&mut self, delta: isize) {
+        let n = self.alternatives().len();
+        if n == 0 {
+            return;
+        }
+        let at = match self.window {
+            None => self.segments()[self.focus()].chosen() as isize + delta.signum(),
+            Some(at) => at as isize + delta,
+        };
+        let at = at.rem_euclid(n as isize) as usize;
+        self.window = Some(at);
+        self.choose(at);
+    }
+
+    /// The focused segment (0 while composing).
+    pub fn focus(&self) -> usize {
+        self.conversion.as_ref().map_or(0, |c| c.focus())
+    }
+
+    /// What a front end draws now.
+    pub fn view(&mut self) -> View {
+        let all = match self.window {
+            Some(_) => self.alternatives(),
+            None => Vec::new(),
+        };
+        let Some(c) = self.conversion.as_ref() else {
+            let input = self.input();
+            return View {
+                segments: if input.is_empty() {
+                    vec![]
+                } else {
+                    vec![input]
+                },
+                ..View::default()
+            };
+        };
+        let segments = c.segments().iter().map(|s| s.text().to_string()).collect();
+        let focus = c.focus();
+        let mut view = View {
+            segments,
+            focus: Some(focus),
+            ..View::default()
+        };
+        if let Some(at) = self.window {
+            view.page_start = at / PAGE * PAGE;
+            view.candidates = all.into_iter().skip(view.page_start).take(PAGE).collect();
+            view.highlighted = Some(at - view.page_start);
+        }
+        view
+    }
+
+    /// The conversion and what it decodes with, borrowed apart.
+    fn env(&mut self) -> (Env<'_, S>, Option<&mut Conversion<S>>) {
+        let env = Env {
+            lexicon: self.lexicon,
+            spelling: &self.spelling,
+            beam: self.options.beam,
+            katakana: self.options.katakana,
+            scorer: &mut self.scorer,
+        };
+        (env, self.conversion.as_mut())
+    }
+
+    /// Leaves a conversion for the calls that edit the input itself (its kana are unchanged).
+    fn end_conversion(&mut self) {
+        self.conversion = None;
+        self.window = None;
     }
 
     /// Brings the decoder to the romaji's kana: back to the longest common prefix, then forward

@@ -2,7 +2,7 @@
 //! handful of sentences, and inputs typed one kana at a time.
 
 use fastsoftmax_ime::{
-    Decoder, KnScorer, KneserNey, Lexicon, Romaji, Scorer, Session, Spelling, Word,
+    Decoder, Key, KnScorer, KneserNey, Lexicon, Reply, Romaji, Scorer, Session, Spelling, Word,
 };
 
 /// `(display, reading)` words; id = position + 2 (0 = `<s>`/`</s>`, 1 = `<unk>`).
@@ -345,4 +345,261 @@ fn keys_that_are_not_romaji_pass_through() {
     let s = typed(&lm, &lex, &spelling, "kyou@#1x");
     assert_eq!(s.input(), "きょう@#1x");
     assert_eq!(s.candidates()[0].text, "今日@#1");
+}
+
+/// A session with Mozc's keys pressed (`press`), from romaji typed.
+fn pressed<'l>(
+    lm: &'l KneserNey,
+    lex: &'l Lexicon,
+    spelling: &Spelling,
+    keys: &str,
+) -> Session<'l, KnScorer<'l>> {
+    let mut s = typed(lm, lex, spelling, "");
+    for k in keys.chars() {
+        assert!(s.press(Key::Char(k)).consumed);
+    }
+    s
+}
+
+fn texts(s: &Session<KnScorer>) -> Vec<String> {
+    s.segments().iter().map(|x| x.text().to_string()).collect()
+}
+
+fn readings(s: &Session<KnScorer>) -> String {
+    let kana: Vec<char> = s.kana().chars().collect();
+    s.segments()
+        .iter()
+        .map(|x| kana[x.start..x.end].iter().collect::<String>())
+        .collect()
+}
+
+#[test]
+fn space_converts_in_segments_each_with_its_own_alternatives() {
+    let (lm, lex, spelling) = setup(3);
+    let mut s = pressed(&lm, &lex, &spelling, "kyouhaiitenkidesu");
+    assert_eq!(
+        s.press(Key::Space),
+        Reply {
+            consumed: true,
+            committed: None
+        }
+    );
+    assert_eq!(texts(&s), ["今日は", "いい", "天気です"]);
+    assert_eq!(readings(&s), s.kana());
+    // The first segment's alternatives: decoded over its kana only, the rest fixed.
+    let alternatives = s.alternatives();
+    assert_eq!(alternatives[0], "今日は");
+    assert!(
+        alternatives.contains(&"京は".to_string()),
+        "{alternatives:?}"
+    );
+    assert!(
+        alternatives.contains(&"キョウハ".to_string()),
+        "{alternatives:?}"
+    );
+    // → → to 天気です; Space opens its window on the next alternative and chooses it.
+    s.press(Key::Right);
+    s.press(Key::Right);
+    s.press(Key::Space);
+    let view = s.view();
+    assert_eq!((view.focus, view.highlighted), (Some(2), Some(1)));
+    assert_eq!(view.candidates[..2], ["天気です", "転機です"]);
+    assert_eq!(texts(&s), ["今日は", "いい", "転機です"]);
+    // With the window open a digit picks; 1 = the first of the page.
+    s.press(Key::Char('1'));
+    assert_eq!(texts(&s), ["今日は", "いい", "天気です"]);
+    assert_eq!(
+        s.view().candidates,
+        Vec::<String>::new(),
+        "a pick closes the window"
+    );
+    let reply = s.press(Key::Enter);
+    assert_eq!(reply.committed.as_deref(), Some("今日はいい天気です"));
+    assert_eq!(s.committed(), "今日はいい天気です");
+    // The context carries over exactly as a whole-input commit of the same text does.
+    let mut whole = typed(&lm, &lex, &spelling, "kyouhaiitenkidesu");
+    whole.commit(0);
+    for k in "ne".chars() {
+        s.key(k);
+        whole.key(k);
+    }
+    assert_eq!(s.candidates(), whole.candidates());
+}
+
+#[test]
+fn resizing_redecodes_the_focused_segment_and_the_next() {
+    let (lm, lex, spelling) = setup(3);
+    let mut s = pressed(&lm, &lex, &spelling, "kyouhaiitenki");
+    s.press(Key::Space);
+    assert_eq!(texts(&s), ["今日は", "いい", "天気"]);
+    // Shift+←: は leaves the first segment and becomes one of its own.
+    s.press(Key::ShiftLeft);
+    assert_eq!(texts(&s)[1..], ["は", "いい", "天気"]);
+    assert!(s.alternatives().contains(&"今日".to_string()));
+    assert_eq!(readings(&s), s.kana());
+    // Shift+→ twice: the first segment takes は back, then い from いい.
+    s.press(Key::ShiftRight);
+    assert_eq!(texts(&s), ["今日は", "いい", "天気"]);
+    s.press(Key::ShiftRight);
+    assert_eq!(s.segments()[0].end, 5);
+    assert_eq!(readings(&s), s.kana());
+    assert_eq!(texts(&s).last().unwrap(), "天気");
+    // A segment keeps one kana at least; the last cannot grow.
+    s.press(Key::Right);
+    s.press(Key::Right);
+    let before = texts(&s);
+    assert!(!s.resize(1));
+    assert_eq!(texts(&s), before);
+    // Escape: back to the kana as typed, nothing lost.
+    s.press(Key::Escape);
+    assert!(!s.converting());
+    assert_eq!(s.input(), "きょうはいいてんき");
+}
+
+#[test]
+fn function_keys_transliterate_the_focused_segment() {
+    let (lm, lex, spelling) = setup(3);
+    let mut s = pressed(&lm, &lex, &spelling, "kyouhaiitenki");
+    s.press(Key::Space);
+    s.press(Key::Function(7));
+    assert_eq!(texts(&s), ["キョウハ", "いい", "天気"]);
+    s.press(Key::Function(10));
+    assert_eq!(texts(&s)[0], "kyouha");
+    s.press(Key::Function(9));
+    assert_eq!(texts(&s)[0], "ｋｙｏｕｈａ");
+    s.press(Key::Function(6));
+    assert_eq!(texts(&s)[0], "きょうは");
+    assert_eq!(
+        s.press(Key::Enter).committed.as_deref(),
+        Some("きょうはいい天気")
+    );
+    // While composing, F7 converts the whole input.
+    let mut s = pressed(&lm, &lex, &spelling, "tenki");
+    s.press(Key::Function(7));
+    assert_eq!(texts(&s), ["テンキ"]);
+}
+
+#[test]
+fn digits_pick_only_while_the_window_is_open() {
+    let (lm, lex, spelling) = setup(3);
+    // Typing 12ji: the digits are input.
+    let s = pressed(&lm, &lex, &spelling, "12niiku");
+    assert_eq!(s.input(), "12にいく");
+    // Converting without a window, a digit commits and starts the next input.
+    let mut s = pressed(&lm, &lex, &spelling, "kyouha");
+    s.press(Key::Space);
+    let reply = s.press(Key::Char('3'));
+    assert_eq!(reply.committed.as_deref(), Some("今日は"));
+    assert_eq!(s.input(), "3");
+    // Keys with nothing typed go to the application.
+    let mut s = pressed(&lm, &lex, &spelling, "");
+    for key in [
+        Key::Space,
+        Key::Enter,
+        Key::Backspace,
+        Key::Left,
+        Key::Function(7),
+    ] {
+        assert!(!s.press(key).consumed, "{key:?}");
+    }
+}
+
+#[test]
+fn a_capital_starts_direct_input_until_a_space() {
+    let (lm, lex, spelling) = setup(3);
+    let mut s = pressed(&lm, &lex, &spelling, "USBni");
+    assert_eq!(s.input(), "USBni");
+    let mut s2 = pressed(&lm, &lex, &spelling, "USB");
+    s2.press(Key::Space);
+    s2.press(Key::Char('n'));
+    s2.press(Key::Char('i'));
+    assert_eq!(s2.input(), "USBに");
+    s2.press(Key::Space);
+    assert_eq!(s2.press(Key::Enter).committed.as_deref(), Some("USBに"));
+    s.press(Key::Space);
+    assert_eq!(
+        s.input(),
+        "USBni",
+        "a space ends direct input and adds nothing"
+    );
+}
+
+/// Random key streams never panic, and the session's invariants hold after every key: the
+/// preedit is the input typed (while composing) or its segments cover the kana exactly
+/// (while converting); what the replies commit is what the session committed; Escape in a
+/// conversion restores the input as it was.
+#[test]
+fn random_key_streams_keep_the_invariants() {
+    let (lm, lex, spelling) = setup(3);
+    let keys = [
+        Key::Char('k'),
+        Key::Char('y'),
+        Key::Char('o'),
+        Key::Char('u'),
+        Key::Char('h'),
+        Key::Char('a'),
+        Key::Char('i'),
+        Key::Char('t'),
+        Key::Char('e'),
+        Key::Char('n'),
+        Key::Char('1'),
+        Key::Char('2'),
+        Key::Char('U'),
+        Key::Char('/'),
+        Key::Char('.'),
+        Key::Char('z'),
+        Key::Char('['),
+        Key::Space,
+        Key::Space,
+        Key::Enter,
+        Key::Backspace,
+        Key::Escape,
+        Key::Left,
+        Key::Right,
+        Key::ShiftLeft,
+        Key::ShiftRight,
+        Key::Up,
+        Key::Down,
+        Key::PageUp,
+        Key::PageDown,
+        Key::Function(6),
+        Key::Function(7),
+        Key::Function(8),
+        Key::Function(9),
+        Key::Function(10),
+    ];
+    let mut rng = 0x9E37_79B9_7F4A_7C15u64;
+    for _stream in 0..60 {
+        let mut s = pressed(&lm, &lex, &spelling, "");
+        let mut committed = String::new();
+        for _ in 0..80 {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            let key = keys[(rng % keys.len() as u64) as usize];
+            let converting = s.converting();
+            let input = s.input();
+            let reply = s.press(key);
+            if let Some(text) = &reply.committed {
+                committed.push_str(text);
+            }
+            assert_eq!(s.committed(), committed, "after {key:?}");
+            if converting && key == Key::Escape {
+                assert!(!s.converting());
+                assert_eq!(s.input(), input, "Escape restores the input");
+            }
+            let view = s.view();
+            if s.converting() {
+                assert_eq!(readings(&s), s.kana(), "after {key:?}");
+                assert_eq!(view.segments.concat(), texts(&s).concat());
+                assert!(view.focus.is_some_and(|f| f < view.segments.len()));
+            } else {
+                let typed: Vec<String> = Some(s.input())
+                    .filter(|i| !i.is_empty())
+                    .into_iter()
+                    .collect();
+                assert_eq!(view.segments, typed, "after {key:?}");
+            }
+        }
+    }
 }

@@ -1754,6 +1754,7 @@ fn interactive(m: ModelArgs, n_best: usize) -> anyhow::Result<()> {
             beam: m.beam(),
             n_best,
             katakana: m.katakana(),
+            ..Default::default()
         },
     };
     let committed = run_scorer(&b, work, &mut ScorerStats::default())??;
