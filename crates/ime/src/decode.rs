@@ -554,6 +554,7 @@ impl<S: Scorer> Decoder<S> {
             NodeKind::Katakana(k) | NodeKind::Literal(k) => {
                 (self.spelling.unk, self.spelling.log_prob_word(k, 0))
             }
+            NodeKind::User(u) => (u.lm_id, u.extra),
         }
     }
 
@@ -701,12 +702,13 @@ enum NodeClasses<'a> {
 
 /// Mozc's classes of a node. Mozc offers no unknown span whole, so a katakana span pays the
 /// unknown cost per kana: charged once, a long span would be cheaper than the words it covers.
-fn classes_of<'a>(node: &Node, lexicon: &'a Lexicon) -> NodeClasses<'a> {
+fn classes_of<'a>(node: &'a Node, lexicon: &'a Lexicon) -> NodeClasses<'a> {
     match &node.kind {
         NodeKind::Word(id) if !lexicon.classes(*id).is_empty() => {
             NodeClasses::Word(lexicon.classes(*id))
         }
-        NodeKind::Word(_) | NodeKind::Passthrough(_) => NodeClasses::Unknown,
+        NodeKind::User(u) if !u.classes.is_empty() => NodeClasses::Word(&u.classes),
+        NodeKind::Word(_) | NodeKind::Passthrough(_) | NodeKind::User(_) => NodeClasses::Unknown,
         NodeKind::Katakana(k) | NodeKind::Literal(k) => NodeClasses::Span(k.chars().count()),
     }
 }

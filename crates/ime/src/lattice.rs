@@ -5,7 +5,7 @@
 //! gets a *passthrough* node (the kana as its own display), so every input has a path, whatever
 //! the lexicon lacks.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use crate::mozc::{Class, MozcDictionary, MozcWeights, PathCosts};
@@ -228,6 +228,54 @@ fn to_katakana(s: &str) -> Option<String> {
     Some(out)
 }
 
+/// A word of the user's dictionary as the lattice places it (built by
+/// [`crate::UserDictionary::lattice_words`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct UserEntry {
+    pub display: String,
+    /// The LM's id (the lexicon's word of the same reading and display, else `<unk>`).
+    pub lm_id: u32,
+    /// The lexicon word's extra score (or the spelling model's), plus the user's bonus.
+    pub extra: f32,
+    /// Mozc's classes of the lexicon word of the same reading and display (empty: unknown).
+    pub classes: Vec<Class>,
+}
+
+/// The user's words by reading, and the lexicon words the user suppressed.
+#[derive(Debug, Clone, Default)]
+pub struct UserWords {
+    by_reading: HashMap<String, Vec<Arc<UserEntry>>>,
+    /// `(reading, display)` of lexicon words never to place.
+    suppressed: HashSet<(String, String)>,
+    max_len: usize,
+}
+
+impl UserWords {
+    pub fn insert(&mut self, reading: &str, entry: UserEntry) {
+        self.max_len = self.max_len.max(reading.chars().count());
+        self.by_reading
+            .entry(reading.to_string())
+            .or_default()
+            .push(Arc::new(entry));
+    }
+
+    pub fn suppress(&mut self, reading: &str, display: &str) {
+        self.suppressed
+            .insert((reading.to_string(), display.to_string()));
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.by_reading.is_empty() && self.suppressed.is_empty()
+    }
+
+    fn suppresses(&self, reading: &str, display: &str) -> bool {
+        !self.suppressed.is_empty()
+            && self
+                .suppressed
+                .contains(&(reading.to_string(), display.to_string()))
+    }
+}
+
 /// One lattice node: a word spanning kana `start..end`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Node {
@@ -244,6 +292,8 @@ pub enum NodeKind {
     /// A span of hiragana shown in katakana, where the lexicon has no such word: the loanwords
     /// and names no dictionary lists (IMEs offer the same).
     Katakana(String),
+    /// A word of the user's dictionary.
+    User(Arc<UserEntry>),
     /// Text the user asked for with a conversion key (F6–F10: the reading in hiragana,
     /// katakana, half-width, or the keys typed), scored as a word outside the vocabulary.
     Literal(String),
@@ -258,6 +308,8 @@ pub struct Lattice {
     katakana: usize,
     /// A word boundary every path keeps: no node spans across it.
     boundary: Option<usize>,
+    /// The user's dictionary.
+    user: Option<Arc<UserWords>>,
 }
 
 impl Lattice {
@@ -277,6 +329,12 @@ impl Lattice {
     /// the user set).
     pub fn with_boundary(mut self, at: usize) -> Self {
         self.boundary = Some(at);
+        self
+    }
+
+    /// Also places the user's words (and leaves out the lexicon words they suppress).
+    pub fn with_user(mut self, user: Option<Arc<UserWords>>) -> Self {
+        self.user = user.filter(|u| !u.is_empty());
         self
     }
 
@@ -306,7 +364,11 @@ impl Lattice {
         let mut nodes = Vec::new();
         let mut reading = String::new();
         let mut own_display = false;
-        let reach = lexicon.max_reading().max(self.katakana);
+        let user = self.user.as_deref();
+        let reach = lexicon
+            .max_reading()
+            .max(self.katakana)
+            .max(user.map_or(0, |u| u.max_len));
         let crosses = |start: usize| self.boundary.is_some_and(|b| start < b && b < t);
         for start in (t.saturating_sub(reach)..t).rev() {
             if crosses(start) {
@@ -317,6 +379,9 @@ impl Lattice {
                 .then(|| to_katakana(&reading))
                 .flatten();
             for (id, word) in lexicon.lookup(&reading) {
+                if user.is_some_and(|u| u.suppresses(&reading, &word.display)) {
+                    continue;
+                }
                 own_display |= start + 1 == t && word.display == reading;
                 if katakana.as_deref() == Some(word.display.as_str()) {
                     katakana = None;
@@ -330,6 +395,16 @@ impl Lattice {
                 nodes.push(Node {
                     start,
                     kind: NodeKind::Katakana(k),
+                });
+            }
+            for entry in user
+                .and_then(|u| u.by_reading.get(&reading))
+                .into_iter()
+                .flatten()
+            {
+                nodes.push(Node {
+                    start,
+                    kind: NodeKind::User(entry.clone()),
                 });
             }
         }
@@ -354,6 +429,7 @@ impl Lattice {
             NodeKind::Word(id) => lexicon.word(id).display.as_str().into(),
             NodeKind::Passthrough(c) => c.to_string().into(),
             NodeKind::Katakana(ref k) | NodeKind::Literal(ref k) => k.as_str().into(),
+            NodeKind::User(ref u) => u.display.as_str().into(),
         }
     }
 }

@@ -24,6 +24,7 @@
 //! - [`chars`]: hiragana, katakana, half- and full-width forms (F6–F10).
 //! - [`history`]: what the user chose, learned (recency- and frequency-weighted).
 //! - [`user_dict`]: the user dictionary, in the text format of Mozc's dictionary tool.
+//! - [`user_data`]: the folder of the user's history and dictionary.
 
 pub mod adapt;
 pub mod bucketed;
@@ -43,6 +44,7 @@ pub mod romaji;
 pub mod segment;
 pub mod session;
 pub mod tail;
+pub mod user_data;
 pub mod user_dict;
 
 pub use bucketed::{BucketKind, BucketScorer, BucketState};
@@ -53,7 +55,7 @@ pub use history::{History, HistoryConfig};
 pub use ivs::{IvsScorer, IvsState, Repair, Sample};
 pub use kn::{mixture_weights, KnScorer, KneserNey};
 pub use kn_file::KnMixture;
-pub use lattice::{Lattice, Lexicon, Node, NodeKind, Word};
+pub use lattice::{Lattice, Lexicon, Node, NodeKind, UserEntry, UserWords, Word};
 pub use lstm::{LstmScorer, LstmState};
 pub use mix::{Interpolated, LogLinear};
 pub use model::ImeModel;
@@ -61,4 +63,5 @@ pub use mozc::MozcDictionary;
 pub use romaji::Romaji;
 pub use session::{Key, Options, Reply, Session, View};
 pub use tail::TailEstimate;
-pub use user_dict::{Pos, UserDictionary, UserWord};
+pub use user_data::UserData;
+pub use user_dict::{Pos, UserDictionary, UserWord, USER_BONUS};

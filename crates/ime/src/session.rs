@@ -13,9 +13,11 @@ use std::sync::Arc;
 
 use crate::chars::{Transliteration, Width};
 use crate::decode::{end_sentence_after, Candidate, Decoder, Scorer, Spelling};
-use crate::lattice::{Lattice, Lexicon};
+use crate::history::History;
+use crate::lattice::{Lattice, Lexicon, UserWords};
 use crate::romaji::Romaji;
-use crate::segment::{Conversion, Env, Segment};
+use crate::segment::{split, Conversion, Env, Segment};
+use crate::user_dict::UserDictionary;
 
 /// How a session converts.
 #[derive(Debug, Clone, Copy)]
@@ -69,6 +71,12 @@ pub struct Session<'l, S: Scorer> {
     romaji: Romaji,
     candidates: Vec<Candidate>,
     committed: String,
+    /// What the user committed, learned: its words rise in later conversions.
+    history: History,
+    /// The last segment committed (the previous text of the next commit's first pair).
+    last_word: Option<String>,
+    /// The user's dictionary, as the lattice places it.
+    user: Option<Arc<UserWords>>,
     /// The input being converted segment by segment (after Space), if any.
     conversion: Option<Conversion<S>>,
     /// The focused segment's candidate window: the highlighted alternative, when open.
@@ -139,13 +147,30 @@ pub struct View {
     pub page_start: usize,
 }
 
+/// `((start, end) in kana, text, reading, words)` of each segment of `words` (`(display,
+/// reading)`).
+fn segment_spans(words: &[(String, String)]) -> Vec<((usize, usize), String, String, usize)> {
+    let mut at = 0;
+    split(words)
+        .into_iter()
+        .map(|r| {
+            let part = &words[r];
+            let text: String = part.iter().map(|(d, _)| d.as_str()).collect();
+            let reading: String = part.iter().map(|(_, r)| r.as_str()).collect();
+            let start = at;
+            at += reading.chars().count();
+            ((start, at), text, reading, part.len())
+        })
+        .collect()
+}
+
 /// Candidates a page of the window shows (selected by 1–9).
 pub const PAGE: usize = 9;
 
 impl<'l, S: Scorer> Session<'l, S> {
     pub fn new(mut scorer: S, lexicon: &'l Lexicon, spelling: Spelling, options: Options) -> Self {
         let spelling = Arc::new(spelling);
-        let decoder = Self::decoder(&mut scorer, &spelling, options);
+        let decoder = Self::decoder(&mut scorer, &spelling, options, None);
         Session {
             lexicon,
             spelling,
@@ -155,13 +180,70 @@ impl<'l, S: Scorer> Session<'l, S> {
             romaji: Romaji::with_width(options.width),
             candidates: Vec::new(),
             committed: String::new(),
+            history: History::default(),
+            last_word: None,
+            user: None,
             conversion: None,
             window: None,
         }
     }
 
-    fn decoder(scorer: &mut S, spelling: &Arc<Spelling>, o: Options) -> Decoder<S> {
-        let lattice = Lattice::with_katakana(o.katakana);
+    /// Places the words of `dictionary` in the lattice, `bonus` nats above the lexicon's words of
+    /// the same reading ([`crate::user_dict::USER_BONUS`]). The input typed so far is
+    /// converted again with them; the context of the text committed before stays.
+    pub fn set_user_dictionary(&mut self, dictionary: &UserDictionary, bonus: f32) {
+        let words = dictionary.lattice_words(self.lexicon, &self.spelling, bonus);
+        self.user = Some(Arc::new(words));
+        let origin = self.decoder.origin();
+        self.end_conversion();
+        self.decoder = Self::decoder(
+            &mut self.scorer,
+            &self.spelling,
+            self.options,
+            self.user.clone(),
+        );
+        self.decoder.restart(origin);
+        self.sync();
+    }
+
+    /// Learns from commits with `history` (loaded from the user's data folder), replacing the
+    /// one the session had.
+    pub fn set_history(&mut self, history: History) {
+        self.history = history;
+    }
+
+    /// What the session has learned (to save it, list it, or forget entries).
+    pub fn history(&self) -> &History {
+        &self.history
+    }
+
+    pub fn history_mut(&mut self) -> &mut History {
+        &mut self.history
+    }
+
+    /// Learns from a commit (`(display, reading)` words): each segment's reading and text,
+    /// and the text after the segment before it. A later conversion shows a segment as the
+    /// user committed it most (Mozc's segment learning, [`Conversion::new`]).
+    ///
+    /// Segments, not words: measured with `ime learn --limit 300`, a bonus on every committed
+    /// word in the lattice raised the particles a user commits all the time, and their paths
+    /// beat better ones (top-1 57.67 % before learning, 54.33 % on the first pass); lowering a
+    /// learned word's rivals of the same reading changed top-1 by less than a point.
+    pub fn learn(&mut self, committed: &[(String, String)]) {
+        for (_, text, reading, _) in segment_spans(committed) {
+            self.history
+                .record(&reading, &text, self.last_word.as_deref());
+            self.last_word = Some(text);
+        }
+    }
+
+    fn decoder(
+        scorer: &mut S,
+        spelling: &Arc<Spelling>,
+        o: Options,
+        user: Option<Arc<UserWords>>,
+    ) -> Decoder<S> {
+        let lattice = Lattice::with_katakana(o.katakana).with_user(user);
         Decoder::with_lattice(scorer, o.beam, spelling.clone(), lattice)
     }
 
@@ -190,13 +272,15 @@ impl<'l, S: Scorer> Session<'l, S> {
     /// or `None` when there is no candidate `k`.
     pub fn commit(&mut self, k: usize) -> Option<&str> {
         self.end_conversion();
-        let text = self.candidates.get(k)?.text.clone();
+        let candidate = self.candidates.get(k)?;
+        let (text, words) = (candidate.text.clone(), candidate.words.clone());
         let end_sentence = text.ends_with(SENTENCE_ENDS);
         // The candidate is one of the decoder's n-best, so a hypothesis spells it.
         let carried = self
             .decoder
             .commit(&text, end_sentence, self.lexicon, &mut self.scorer);
         debug_assert!(carried);
+        self.learn(&words);
         let start = self.committed.len();
         self.committed.push_str(&text);
         let pending = self.romaji.pending().to_string();
@@ -231,7 +315,13 @@ impl<'l, S: Scorer> Session<'l, S> {
         self.end_conversion();
         self.romaji = Romaji::with_width(self.options.width);
         self.candidates.clear();
-        self.decoder = Self::decoder(&mut self.scorer, &self.spelling, self.options);
+        self.decoder = Self::decoder(
+            &mut self.scorer,
+            &self.spelling,
+            self.options,
+            self.user.clone(),
+        );
+        self.last_word = None;
         self.committed.push('\n');
     }
 
@@ -264,6 +354,11 @@ impl<'l, S: Scorer> Session<'l, S> {
         &self.scorer
     }
 
+    /// Whether letters are typed as they are (after a capital, until a space).
+    pub fn is_direct(&self) -> bool {
+        self.romaji.is_direct()
+    }
+
     /// Whether an input is being converted segment by segment.
     pub fn converting(&self) -> bool {
         self.conversion.is_some()
@@ -289,7 +384,7 @@ impl<'l, S: Scorer> Session<'l, S> {
             return false;
         };
         let kana = self.romaji.kana().chars().collect();
-        self.conversion = Some(Conversion::new(kana, best, starts));
+        self.conversion = Some(Conversion::new(kana, best, starts, Some(&self.history)));
         self.window = None;
         true
     }
@@ -358,6 +453,11 @@ impl<'l, S: Scorer> Session<'l, S> {
         let (mut env, conversion) = self.env();
         let conversion = conversion?;
         let text = conversion.text();
+        let words: Vec<(String, String)> = conversion
+            .segments()
+            .iter()
+            .flat_map(|s| s.words().iter().cloned())
+            .collect();
         let mut end = conversion.end(&mut env);
         if text.ends_with(SENTENCE_ENDS) {
             end = end_sentence_after(end, &mut self.scorer);
@@ -365,6 +465,7 @@ impl<'l, S: Scorer> Session<'l, S> {
         self.conversion = None;
         self.window = None;
         self.decoder.restart(end);
+        self.learn(&words);
         self.committed.push_str(&text);
         self.romaji = Romaji::with_width(self.options.width);
         self.candidates.clear();
@@ -521,6 +622,7 @@ impl<'l, S: Scorer> Session<'l, S> {
             beam: self.options.beam,
             katakana: self.options.katakana,
             scorer: &mut self.scorer,
+            user: self.user.clone(),
         };
         (env, self.conversion.as_mut())
     }

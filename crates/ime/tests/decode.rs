@@ -603,3 +603,100 @@ fn random_key_streams_keep_the_invariants() {
         }
     }
 }
+
+/// A segment the user committed otherwise comes back as they wrote it; a short reading only
+/// after the same text.
+#[test]
+fn a_conversion_shows_segments_as_the_user_committed_them() {
+    let (lm, lex, spelling) = setup(3);
+    let mut s = pressed(&lm, &lex, &spelling, "kyouhaiitenkidesu");
+    s.press(Key::Space);
+    assert_eq!(texts(&s), ["今日は", "いい", "天気です"]);
+    // The user takes 転機です for the last segment and commits.
+    s.press(Key::Right);
+    s.press(Key::Right);
+    s.press(Key::Space);
+    assert_eq!(texts(&s)[2], "転機です");
+    s.press(Key::Enter);
+    assert_eq!(
+        s.history().best("てんきです").map(|b| b.0),
+        Some("転機です")
+    );
+    assert!(s.history().follows("いい", "転機です"));
+    // Typed again (a new paragraph: no context), てんきです (5 kana) comes back as 転機です.
+    s.new_paragraph();
+    for k in "kyouhaiitenkidesu".chars() {
+        s.press(Key::Char(k));
+    }
+    // The whole-input candidates are the language model's; the conversion applies the history.
+    assert_eq!(s.candidates()[0].text, "今日はいい天気です");
+    s.press(Key::Space);
+    assert_eq!(texts(&s), ["今日は", "いい", "転機です"]);
+    // A short reading is not replaced after other text: いい committed as 良い after 今日は
+    // comes back after 今日は, not after 明日は.
+    s.press(Key::Escape);
+    s.clear();
+    let mut fresh = pressed(&lm, &lex, &spelling, "");
+    fresh.learn(&[
+        ("明日".to_string(), "あした".to_string()),
+        ("は".to_string(), "は".to_string()),
+        ("北".to_string(), "きた".to_string()),
+    ]);
+    for k in "kyouhakita".chars() {
+        fresh.press(Key::Char(k));
+    }
+    fresh.press(Key::Space);
+    assert_eq!(
+        texts(&fresh)[1],
+        "来た",
+        "きた after 今日は: not learned there"
+    );
+    fresh.press(Key::Escape);
+    fresh.clear();
+    for k in "ashitahakita".chars() {
+        fresh.press(Key::Char(k));
+    }
+    fresh.press(Key::Space);
+    assert_eq!(texts(&fresh), ["明日は", "北"], "after 明日は it was");
+    let mut unlearned = pressed(&lm, &lex, &spelling, "ashitahakita");
+    unlearned.press(Key::Space);
+    assert_eq!(texts(&unlearned), ["明日は", "来た"], "the model alone");
+}
+
+/// A user word outranks the lexicon's words of its reading by the bonus (unless the model
+/// prefers one by more); a 抑制単語 entry hides a lexicon word.
+#[test]
+fn user_words_join_the_lattice_and_suppressed_words_leave_it() {
+    use fastsoftmax_ime::{Pos, UserDictionary, UserWord};
+    let (lm, lex, spelling) = setup(3);
+    let mut s = pressed(&lm, &lex, &spelling, "tenkigakita");
+    assert_eq!(s.candidates()[0].text, "転機が来た");
+    let mut dictionary = UserDictionary::new();
+    // A word the lexicon lacks, and one it has.
+    dictionary
+        .add(UserWord::new("てんき", "点火", Pos::Noun, ""))
+        .unwrap();
+    s.set_user_dictionary(&dictionary, 0.0);
+    assert_eq!(s.input(), "てんきがきた", "the input stays");
+    assert!(s.candidates().iter().any(|c| c.text == "点火が来た"));
+    assert_eq!(
+        s.candidates()[0].text,
+        "転機が来た",
+        "no bonus: the model decides"
+    );
+    s.set_user_dictionary(&dictionary, 40.0);
+    assert_eq!(s.candidates()[0].text, "点火が来た");
+    // Segments decode with the user's words too.
+    s.press(Key::Space);
+    assert!(s.alternatives().contains(&"転機が".to_string()));
+    assert_eq!(texts(&s)[0], "点火が");
+    s.press(Key::Escape);
+    // Suppressed: 転機 is never offered for てんき.
+    let mut dictionary = UserDictionary::new();
+    dictionary
+        .add(UserWord::new("てんき", "転機", Pos::SuppressionWord, ""))
+        .unwrap();
+    s.set_user_dictionary(&dictionary, 2.0);
+    assert!(s.candidates().iter().all(|c| !c.text.contains("転機")));
+    assert_eq!(s.candidates()[0].text, "天気が来た");
+}

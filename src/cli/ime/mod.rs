@@ -23,6 +23,8 @@ use fastsoftmax_ime::{Candidate, ConverterConfig, KnMixture};
 use indicatif::{ProgressBar, ProgressStyle};
 
 mod tui;
+mod typing;
+mod user;
 
 /// `ime` with no subcommand runs the interactive converter with these options (`tui.rs`).
 #[derive(Args, Debug)]
@@ -32,7 +34,7 @@ pub struct ImeArgs {
     action: Option<Action>,
     #[command(flatten)]
     model: ModelArgs,
-    /// Candidates shown (1-9 pick them).
+    /// Conversions of the whole input listed while typing (Space converts the first).
     #[arg(short = 'n', long = "n-best", default_value_t = 9, value_parser = clap::value_parser!(u64).range(1..=9))]
     n: u64,
 }
@@ -80,6 +82,34 @@ enum Action {
         /// spells cannot be committed: the next sentence then starts a new text (counted).
         #[arg(long)]
         carry: bool,
+    },
+    /// Type each evaluation sentence, convert it (Space) and try every segment's first page of
+    /// alternatives: how many wrong conversions one segment's choice fixes, with how many keys,
+    /// and the milliseconds of each kind of key (typing, converting, moving the focus, opening
+    /// a segment's window, resizing). The shipped converter as an app runs it.
+    Segments(typing::SegmentsArgs),
+    /// Learning as a user feels it: convert the evaluation sentences in document order, each
+    /// followed by a commit of its gold conversion (what the history learns), and report top-1
+    /// with nothing learned, on that first pass, and on a second pass over the same text.
+    Learn(typing::LearnArgs),
+    /// The user dictionary's bonus, measured: convert the evaluation sentences, register the
+    /// content words of each wrong one's gold conversion that the converter missed (as a user
+    /// would), and convert them all again with each bonus: top-1, sentences fixed and broken.
+    UserDict(typing::UserDictArgs),
+    /// The user dictionary (what every front end converts with): list, add, remove, import and
+    /// export Mozc's dictionary-tool format.
+    Dict {
+        #[command(flatten)]
+        folder: user::Folder,
+        #[command(subcommand)]
+        action: user::DictAction,
+    },
+    /// What the converter learned from the user's commits: list, forget one, forget all.
+    History {
+        #[command(flatten)]
+        folder: user::Folder,
+        #[command(subcommand)]
+        action: user::HistoryAction,
     },
     /// Print the n-best conversions of a reading (kana, or romaji with --romaji).
     Convert {
@@ -1559,6 +1589,11 @@ pub fn run(a: ImeArgs) -> anyhow::Result<()> {
             );
             Ok(())
         }
+        Action::Segments(args) => typing::run(args),
+        Action::Learn(args) => typing::run_learn(args),
+        Action::UserDict(args) => typing::run_user_dict(args),
+        Action::Dict { folder, action } => user::dict(&folder, action),
+        Action::History { folder, action } => user::history(&folder, action),
         Action::Convert {
             model,
             romaji,
