@@ -531,7 +531,9 @@ impl Romaji {
 
     /// A key that is not kana: kept, ASCII digits and symbols in the width set.
     fn as_typed(&mut self, key: char) {
-        let shown = if key.is_ascii_alphabetic() {
+        // The width applies to the keyboard's digits and symbols; text already written
+        // (kana, full-width symbols pasted or typed by another method) stays as it is.
+        let shown = if key.is_ascii_alphabetic() || !key.is_ascii() {
             key
         } else {
             self.width.apply(key)
@@ -752,7 +754,12 @@ mod tests {
         r.set_width(Width::Half);
         r.push('3');
         assert_eq!(r.finish(), "１２じ＠か＇ん\u{3000}（x）3");
-        assert_eq!(r.width(), Width::Half);
+        assert_eq!(r.width(), Width::Half);        // Text already written keeps its width: full-width symbols stay full-width at Half,
+        // half-width katakana stays as it is at Full.
+        assert_eq!(Romaji::convert("（かっこ）！"), "（かっこ）！");
+        let mut r = Romaji::with_width(Width::Full);
+        r.push('ｶ');
+        assert_eq!(r.finish(), "ｶ");
     }
 
     #[test]
