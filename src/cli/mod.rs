@@ -73,15 +73,20 @@ enum Command {
     /// Quantize a translator's matrices to int8 or int16 (a quarter or half of the size).
     Quantize(quantize::QuantizeArgs),
     /// The Japanese input method: with no subcommand, the interactive converter (type romaji,
-    /// 1-9 pick, Enter commits, Ctrl-C quits); subcommands convert, evaluate and pack.
+    /// Space converts, Enter commits, Ctrl-C quits); subcommands convert, evaluate, pack, and
+    /// keep the user's dictionary and history.
     ///
-    /// The interactive converter: type romaji and watch the kana, the best conversion and the
-    /// candidates follow every key. 1-9 pick a candidate (digits are typed when none is shown),
-    /// Space or the arrows move the highlight, Enter commits it (on an empty input it starts a
-    /// new paragraph), Backspace deletes, Esc clears the input, Ctrl-C quits and prints what was
-    /// committed. The committed text stays the language model's context for what is typed next.
-    /// The LSTM runs with incremental vocabulary selection and its tail estimate unless
-    /// --softmax says otherwise.
+    /// The interactive converter: type romaji (digits and symbols are typed; a capital starts
+    /// Latin input until a space) and the kana, the best conversion and the n-best follow every
+    /// key. Space converts into segments: ←/→ move between them, Shift+←/→ resize the focused
+    /// one, Space or ↓ opens its candidates (1-9 pick, PgUp/PgDn page), F6–F10 write it in
+    /// hiragana, katakana, half-width katakana, full-width or ASCII letters. Enter commits (on
+    /// an empty input it starts a new paragraph), Esc or Backspace go back to the kana, Esc
+    /// clears the input, Ctrl-C quits and prints what was committed. The committed text stays
+    /// the language model's context for what is typed next, and is learned: the history and
+    /// the user dictionary (`ime history`, `ime dict`) live in $FASTSOFTMAX_IME_DIR, else
+    /// $XDG_DATA_HOME/fastsoftmax/ime, else ~/.local/share/fastsoftmax/ime. The LSTM runs with
+    /// incremental vocabulary selection and its tail estimate unless --softmax says otherwise.
     Ime(Box<ime::ImeArgs>),
     /// Word-align the training split and write a vocabulary map (translate --vmap).
     BuildVmap(build_vmap::BuildVmapArgs),

@@ -754,7 +754,8 @@ mod tests {
         r.set_width(Width::Half);
         r.push('3');
         assert_eq!(r.finish(), "１２じ＠か＇ん\u{3000}（x）3");
-        assert_eq!(r.width(), Width::Half);        // Text already written keeps its width: full-width symbols stay full-width at Half,
+        assert_eq!(r.width(), Width::Half);
+        // Text already written keeps its width: full-width symbols stay full-width at Half,
         // half-width katakana stays as it is at Full.
         assert_eq!(Romaji::convert("（かっこ）！"), "（かっこ）！");
         let mut r = Romaji::with_width(Width::Full);

@@ -570,6 +570,14 @@ impl<'l, S: Scorer> Session<'l, S> {
         }
         let at = match self.window {
             None => self.segments()[self.focus()].chosen() as isize + delta.signum(),
+            // A page key: the same line of the next (or previous) page, round the pages, the
+            // last page's last line where it is shorter.
+            Some(at) if delta.unsigned_abs() >= PAGE => {
+                let pages = n.div_ceil(PAGE) as isize;
+                let page = (at / PAGE) as isize + delta.signum();
+                let line = (at % PAGE) as isize;
+                (page.rem_euclid(pages) * PAGE as isize + line).min(n as isize - 1)
+            }
             Some(at) => at as isize + delta,
         };
         let at = at.rem_euclid(n as isize) as usize;

@@ -320,7 +320,9 @@ pub struct ImportReport {
 }
 
 /// Nats a user word gains over the lexicon's words of the same reading: it outranks them unless
-/// the language model prefers one by more (measured: `ime user-dict`).
+/// the language model prefers one by more. Measured with `ime user-dict` (the content words of
+/// the 881 wrongly converted KWDLC test sentences registered): top-1 52.38 % without, 54.92 /
+/// 55.14 / 55.46 / 54.81 % at 1 / 1.5 / 2 / 3 nats (`experiments/results/ime-typing.md`).
 pub const USER_BONUS: f32 = 2.0;
 
 /// The user's words, in the order added, with a hashed index by reading.

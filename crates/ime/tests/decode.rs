@@ -700,3 +700,19 @@ fn user_words_join_the_lattice_and_suppressed_words_leave_it() {
     assert!(s.candidates().iter().all(|c| !c.text.contains("転機")));
     assert_eq!(s.candidates()[0].text, "天気が来た");
 }
+
+/// With one page of alternatives the page keys keep the highlight (they wrapped by the list's
+/// length before, moving it by one).
+#[test]
+fn page_keys_move_by_pages() {
+    let (lm, lex, spelling) = setup(3);
+    let mut s = pressed(&lm, &lex, &spelling, "kyouhaiitenkidesu");
+    s.press(Key::Space);
+    s.press(Key::Space);
+    assert_eq!(s.alternatives().len(), 9, "one page");
+    let at = s.view().highlighted.unwrap() + s.view().page_start;
+    assert_eq!(at, 1);
+    s.press(Key::PageDown);
+    let after = s.view().highlighted.unwrap() + s.view().page_start;
+    assert_eq!(after, 1, "one page: the highlight stays");
+}
