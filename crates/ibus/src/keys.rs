@@ -63,8 +63,9 @@ pub fn event(keyval: u32, state: u32) -> Event {
         0xff53 | 0xff98 => Key::Right,
         0xff52 | 0xff97 => Key::Up,
         0xff54 | 0xff99 => Key::Down,
-        // Tab walks the candidates as in the terminal converter; Shift+Tab is ISO_Left_Tab.
-        0xff09 => Key::Down,
+        // Tab takes the first suggestion while typing and walks the candidates while
+        // converting, as in the terminal converter; Shift+Tab (ISO_Left_Tab) walks back.
+        0xff09 => Key::Tab,
         0xfe20 => Key::Up,
         0xff55 | 0xff9a => Key::PageUp, // Prior, KP_Prior
         0xff56 | 0xff9b => Key::PageDown,

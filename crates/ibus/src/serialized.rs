@@ -260,6 +260,7 @@ mod tests {
             candidates: vec!["天気".into(), "転機".into(), "てんき".into()],
             highlighted: Some(1),
             page_start: 9,
+            suggestions: Vec::new(),
         };
         let table = LookupTable::page(&view);
         assert_eq!((table.page_size, table.cursor_pos), (9, 1));

@@ -201,6 +201,13 @@ fn serve(converter: &Converter, inbox: mpsc::Receiver<Request>) {
 
 fn act(session: &mut Session<'_, ConverterScorer<'_>>, action: Action) -> Outcome {
     match action {
+        // With nothing typed Tab is the application's (moving between fields), not a way to
+        // take the next word predicted.
+        Action::Press(Key::Tab) if !session.converting() && session.input().is_empty() => Outcome {
+            consumed: false,
+            committed: None,
+            view: session.view(),
+        },
         Action::Press(key) => {
             let reply = session.press(key);
             Outcome {

@@ -172,6 +172,8 @@ impl Converter {
             Some(_) => Some(read_trigram(dir, model.lm.vocab().len())?),
             None => None,
         };
+        // Suggestions look words up by reading prefix: the index is built here, once.
+        model.lexicon.index_vocabulary(model.spelling.unk);
         Ok(Converter {
             model,
             config,

@@ -41,6 +41,13 @@ pub trait Scorer {
     fn log_z(&self, _state: &Self::State) -> f32 {
         0.0
     }
+
+    /// Up to `k` words likely after `state`, best first, from what the scorer computed for the
+    /// state already (incremental vocabulary selection: its fixed sample's logits): next-word
+    /// prediction without a softmax over the vocabulary. Empty when it has nothing that cheap.
+    fn predict(&mut self, _state: &Self::State, _k: usize) -> Vec<u32> {
+        Vec::new()
+    }
 }
 
 /// A borrowed scorer drives a decoder too: a [`crate::Session`] over a scorer its caller keeps
@@ -64,6 +71,9 @@ impl<S: Scorer + ?Sized> Scorer for &mut S {
     }
     fn log_z(&self, state: &Self::State) -> f32 {
         (**self).log_z(state)
+    }
+    fn predict(&mut self, state: &Self::State, k: usize) -> Vec<u32> {
+        (**self).predict(state, k)
     }
 }
 

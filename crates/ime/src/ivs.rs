@@ -406,6 +406,22 @@ impl Scorer for IvsScorer<'_> {
     fn log_z(&self, state: &IvsState) -> f32 {
         state.log_z()
     }
+
+    /// The best words of the fixed sample (the top words of the vocabulary), whose logits every
+    /// state holds already: the sentence's end and `<unk>` left out.
+    fn predict(&mut self, state: &IvsState, k: usize) -> Vec<u32> {
+        let logits = state.0.logits.borrow();
+        let unk = self.lm.vocab().get("<unk>");
+        let mut rows: Vec<usize> = (0..self.base.min(logits.len()))
+            .filter(|&r| {
+                let id = self.selected.id(r);
+                id != self.eos && Some(id) != unk
+            })
+            .collect();
+        rows.sort_by(|&a, &b| logits[b].total_cmp(&logits[a]));
+        rows.truncate(k);
+        rows.into_iter().map(|r| self.selected.id(r)).collect()
+    }
 }
 
 #[cfg(test)]

@@ -35,6 +35,19 @@ pub struct Lexicon {
     classes: Vec<Vec<Class>>,
     /// Mozc's cost of a path, when its dictionary joined the lexicon.
     costs: Option<Arc<PathCosts>>,
+    /// The language model's words by reading and by id, built on first use (prediction).
+    vocabulary: std::sync::OnceLock<Vocabulary>,
+}
+
+/// The words the language model scores itself (not through `<unk>`).
+#[derive(Debug, Clone, Default)]
+struct Vocabulary {
+    /// `(reading, lexicon id)`, by reading, then the LM's id (the more frequent first).
+    by_reading: Vec<(String, u32)>,
+    /// The lexicon id of each LM id.
+    of_lm: HashMap<u32, u32>,
+    /// Each word's place in `by_reading`, by lexicon id.
+    place: HashMap<u32, usize>,
 }
 
 impl Lexicon {
@@ -172,6 +185,64 @@ impl Lexicon {
     /// The longest reading, in kana: how far back a new kana's lookups reach.
     pub fn max_reading(&self) -> usize {
         self.max_len
+    }
+
+    /// Builds the index of the language model's words now (tens of milliseconds on the shipped
+    /// converter), so that the first suggestion is not the key that pays for it.
+    pub fn index_vocabulary(&self, unk: u32) {
+        self.vocabulary(unk);
+    }
+
+    fn vocabulary(&self, unk: u32) -> &Vocabulary {
+        self.vocabulary.get_or_init(|| {
+            let mut v = Vocabulary::default();
+            for (reading, ids) in &self.by_reading {
+                for &id in ids {
+                    let lm_id = self.words[id as usize].lm_id;
+                    if lm_id != unk {
+                        v.by_reading.push((reading.clone(), id));
+                        v.of_lm.entry(lm_id).or_insert(id);
+                    }
+                }
+            }
+            v.by_reading.sort_by(|a, b| {
+                (a.0.as_str(), self.words[a.1 as usize].lm_id)
+                    .cmp(&(b.0.as_str(), self.words[b.1 as usize].lm_id))
+            });
+            v.place = v
+                .by_reading
+                .iter()
+                .enumerate()
+                .map(|(i, &(_, id))| (id, i))
+                .collect();
+            v
+        })
+    }
+
+    /// The language model's words whose reading starts with `prefix` (`unk`: the LM's id of
+    /// words it does not know), at most `limit`, the most frequent first.
+    pub fn completions(&self, prefix: &str, unk: u32, limit: usize) -> Vec<u32> {
+        let v = &self.vocabulary(unk).by_reading;
+        let start = v.partition_point(|(r, _)| r.as_str() < prefix);
+        let mut ids: Vec<u32> = v[start..]
+            .iter()
+            .take_while(|(r, _)| r.starts_with(prefix))
+            .map(|&(_, id)| id)
+            .collect();
+        ids.sort_by_key(|&id| self.words[id as usize].lm_id);
+        ids.truncate(limit);
+        ids
+    }
+
+    /// The reading of the language model's word `id` (a lexicon id).
+    pub fn vocabulary_reading(&self, id: u32, unk: u32) -> Option<&str> {
+        let v = self.vocabulary(unk);
+        v.place.get(&id).map(|&i| v.by_reading[i].0.as_str())
+    }
+
+    /// The lexicon's word of the language model's id `lm_id`.
+    pub fn of_lm_id(&self, lm_id: u32, unk: u32) -> Option<u32> {
+        self.vocabulary(unk).of_lm.get(&lm_id).copied()
     }
 }
 

@@ -210,6 +210,10 @@ impl<A: Scorer, B: Scorer> Scorer for LogLinear<A, B> {
     fn log_z(&self, state: &Self::State) -> f32 {
         self.a.log_z(&state.0)
     }
+
+    fn predict(&mut self, state: &Self::State, k: usize) -> Vec<u32> {
+        self.a.predict(&state.0, k)
+    }
 }
 
 /// A scorer that may be absent: absent, every word scores `ln 1 = 0` and the state is `None`.

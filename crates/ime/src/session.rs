@@ -14,7 +14,7 @@ use std::sync::Arc;
 use crate::chars::{Transliteration, Width};
 use crate::decode::{end_sentence_after, Candidate, Decoder, Scorer, Spelling};
 use crate::history::History;
-use crate::lattice::{Lattice, Lexicon, UserWords};
+use crate::lattice::{Lattice, Lexicon, Node, NodeKind, UserWords};
 use crate::romaji::Romaji;
 use crate::segment::{split, Conversion, Env, Segment};
 use crate::user_dict::UserDictionary;
@@ -103,6 +103,9 @@ pub enum Key {
     PageDown,
     /// F1–F12 (F6–F10 transliterate).
     Function(u8),
+    /// Takes the first suggestion while composing (a completion of the kana typed, or the
+    /// next word); the next alternative while converting.
+    Tab,
 }
 
 /// What a key did.
@@ -145,7 +148,12 @@ pub struct View {
     pub candidates: Vec<String>,
     pub highlighted: Option<usize>,
     pub page_start: usize,
+    /// While composing: what Tab takes first, then the other suggestions.
+    pub suggestions: Vec<String>,
 }
+
+/// Suggestions a view offers.
+pub const SUGGESTIONS: usize = 3;
 
 /// `((start, end) in kana, text, reading, words)` of each segment of `words` (`(display,
 /// reading)`).
@@ -163,6 +171,21 @@ fn segment_spans(words: &[(String, String)]) -> Vec<((usize, usize), String, Str
         })
         .collect()
 }
+
+/// A word offered before the input is converted: a completion of the kana typed, or, with
+/// nothing typed, a prediction of the next word.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Suggestion {
+    pub text: String,
+    pub reading: String,
+    /// `ln p` of the word after the text committed before.
+    pub score: f32,
+    node: Node,
+}
+
+/// Vocabulary words a completion scores at most (the most frequent whose reading starts with
+/// the kana typed).
+const COMPLETIONS: usize = 1000;
 
 /// Candidates a page of the window shows (selected by 1–9).
 pub const PAGE: usize = 9;
@@ -359,6 +382,101 @@ impl<'l, S: Scorer> Session<'l, S> {
         self.romaji.is_direct()
     }
 
+    /// Up to `k` suggestions, best first: the language model's words whose reading starts with
+    /// the kana typed, scored after the text committed before; with nothing typed, the next
+    /// word, from the words whose scores the scorer holds already (`Scorer::predict`: the
+    /// fixed sample of incremental vocabulary selection, never a softmax over the vocabulary).
+    pub fn suggestions(&mut self, k: usize) -> Vec<Suggestion> {
+        if self.conversion.is_some() || !self.romaji.pending().is_empty() || k == 0 {
+            return Vec::new();
+        }
+        let origin = self.decoder.origin();
+        let unk = self.spelling.unk;
+        let kana = self.romaji.kana();
+        let ids: Vec<u32> = if kana.is_empty() {
+            self.scorer
+                .predict(&origin.state, 4 * k)
+                .into_iter()
+                .filter_map(|lm| self.lexicon.of_lm_id(lm, unk))
+                .collect()
+        } else {
+            self.lexicon.completions(kana, unk, COMPLETIONS)
+        };
+        let lm_ids: Vec<u32> = ids.iter().map(|&id| self.lexicon.word(id).lm_id).collect();
+        let mut scores = vec![0.0; ids.len()];
+        self.scorer.log_probs(&origin.state, &lm_ids, &mut scores);
+        let mut ranked: Vec<(f32, u32)> = scores.into_iter().zip(ids).collect();
+        ranked.sort_by(|a, b| b.0.total_cmp(&a.0));
+        let mut out: Vec<Suggestion> = Vec::new();
+        for (score, id) in ranked {
+            let word = self.lexicon.word(id);
+            if out.iter().any(|s| s.text == word.display) {
+                continue;
+            }
+            out.push(Suggestion {
+                text: word.display.clone(),
+                reading: self
+                    .lexicon
+                    .vocabulary_reading(id, unk)
+                    .unwrap_or_default()
+                    .to_string(),
+                score,
+                node: Node {
+                    start: 0,
+                    kind: NodeKind::Word(id),
+                },
+            });
+            if out.len() == k {
+                break;
+            }
+        }
+        out
+    }
+
+    /// Commits a suggestion in place of the input; what is typed next follows it.
+    pub fn accept(&mut self, suggestion: &Suggestion) -> String {
+        let words = [(suggestion.text.clone(), suggestion.reading.clone())];
+        self.commit_nodes(std::slice::from_ref(&suggestion.node), &words);
+        suggestion.text.clone()
+    }
+
+    /// Commits `words` (`(display, reading)`) in place of the input, as if typed and chosen:
+    /// each the lexicon's word of that reading and display, or else text as it is.
+    pub fn commit_words(&mut self, words: &[(String, String)]) {
+        let nodes: Vec<Node> = words
+            .iter()
+            .map(|(display, reading)| Node {
+                start: 0,
+                kind: match self
+                    .lexicon
+                    .lookup(reading)
+                    .find(|(_, w)| &w.display == display)
+                {
+                    Some((id, _)) => NodeKind::Word(id),
+                    None => NodeKind::Literal(display.clone()),
+                },
+            })
+            .collect();
+        self.commit_nodes(&nodes, words);
+    }
+
+    fn commit_nodes(&mut self, nodes: &[Node], words: &[(String, String)]) {
+        self.end_conversion();
+        let origin = self.decoder.origin();
+        let text: String = words.iter().map(|(d, _)| d.as_str()).collect();
+        let mut end = self
+            .decoder
+            .advance_through(origin, nodes, self.lexicon, &mut self.scorer);
+        if text.ends_with(SENTENCE_ENDS) {
+            end = end_sentence_after(end, &mut self.scorer);
+        }
+        self.decoder.restart(end);
+        self.learn(words);
+        self.committed.push_str(&text);
+        self.romaji = Romaji::with_width(self.options.width);
+        self.candidates.clear();
+    }
+
     /// Whether an input is being converted segment by segment.
     pub fn converting(&self) -> bool {
         self.conversion.is_some()
@@ -510,6 +628,11 @@ impl<'l, S: Scorer> Session<'l, S> {
                 }
                 Reply::used()
             }
+            Key::Tab => match self.suggestions(1).first() {
+                Some(first) => Reply::commit(self.accept(first)),
+                None if typing => Reply::used(),
+                None => Reply::passed(),
+            },
             _ if typing => Reply::used(),
             _ => Reply::passed(),
         }
@@ -517,7 +640,7 @@ impl<'l, S: Scorer> Session<'l, S> {
 
     fn press_converting(&mut self, key: Key) -> Reply {
         match key {
-            Key::Space | Key::Down => self.step_candidate(1),
+            Key::Space | Key::Down | Key::Tab => self.step_candidate(1),
             Key::Up => self.step_candidate(-1),
             Key::PageDown => self.step_candidate(PAGE as isize),
             Key::PageUp => self.step_candidate(-(PAGE as isize)),
@@ -598,12 +721,14 @@ impl<'l, S: Scorer> Session<'l, S> {
         };
         let Some(c) = self.conversion.as_ref() else {
             let input = self.input();
+            let suggestions = self.suggestions(SUGGESTIONS);
             return View {
                 segments: if input.is_empty() {
                     vec![]
                 } else {
                     vec![input]
                 },
+                suggestions: suggestions.into_iter().map(|s| s.text).collect(),
                 ..View::default()
             };
         };

@@ -716,3 +716,29 @@ fn page_keys_move_by_pages() {
     let after = s.view().highlighted.unwrap() + s.view().page_start;
     assert_eq!(after, 1, "one page: the highlight stays");
 }
+
+/// Tab takes the first suggestion while typing (a completion of the kana); with nothing typed
+/// and no suggestion it is the application's.
+#[test]
+fn tab_takes_the_first_suggestion() {
+    let (lm, lex, spelling) = setup(3);
+    let mut s = pressed(&lm, &lex, &spelling, "");
+    // A Kneser–Ney scorer has no cheap next-word prediction: nothing to take.
+    assert!(s.view().suggestions.is_empty());
+    assert!(!s.press(Key::Tab).consumed);
+    for k in "tenk".chars() {
+        s.press(Key::Char(k));
+    }
+    assert!(
+        s.view().suggestions.is_empty(),
+        "a pending letter: nothing yet"
+    );
+    s.press(Key::Char('i'));
+    let offered = s.view().suggestions;
+    assert_eq!(offered.len(), 2);
+    assert!(offered.contains(&"天気".to_string()) && offered.contains(&"転機".to_string()));
+    let reply = s.press(Key::Tab);
+    assert_eq!(reply.committed.as_deref(), Some(offered[0].as_str()));
+    assert_eq!(s.committed(), offered[0]);
+    assert_eq!(s.input(), "");
+}

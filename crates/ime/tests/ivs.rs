@@ -231,3 +231,64 @@ fn a_committed_context_is_renormalised_over_the_next_selection() {
         1e-3,
     );
 }
+
+/// With nothing typed, the next word comes from the fixed sample's logits the state holds
+/// already: the sample's best words by the full softmax's order, `<eos>` and `<unk>` left out;
+/// taking one carries the context as typing and committing it would.
+#[test]
+fn the_next_word_is_predicted_from_the_fixed_sample() {
+    let lm = model();
+    let (lex, spelling) = lexicon(&lm);
+    let top = 12;
+    let ivs = IvsScorer::new(&lm, Sample::Top(top), Repair::Incremental).unwrap();
+    let mut session = Session::new(ivs, &lex, spelling.clone(), Options::default());
+    session.commit_words(&[
+        ("今日".to_string(), "きょう".to_string()),
+        ("は".to_string(), "は".to_string()),
+    ]);
+    let offered = session.suggestions(3);
+    assert_eq!(offered.len(), 3);
+    // The full softmax after the same text, over the sample's words.
+    let mut full = LstmScorer::new(&lm).unwrap();
+    let mut state = full.initial();
+    for w in ["今日/きょう", "は/は"] {
+        let id = lm.vocab().get(w).unwrap();
+        state = full.advance(&[(&state, id)]).remove(0);
+    }
+    let (eos, unk) = (full.end(), lm.vocab().get("<unk>").unwrap());
+    let sample: Vec<u32> = (0..top as u32).filter(|&w| w != eos && w != unk).collect();
+    let mut lp = vec![0.0; sample.len()];
+    full.log_probs(&state, &sample, &mut lp);
+    let mut best: Vec<(f32, u32)> = lp.into_iter().zip(sample).collect();
+    best.sort_by(|a, b| b.0.total_cmp(&a.0));
+    let expected: Vec<String> = best[..3]
+        .iter()
+        .map(|&(_, w)| lm.vocab().word(w).split('/').next().unwrap().to_string())
+        .collect();
+    let got: Vec<String> = offered.iter().map(|s| s.text.clone()).collect();
+    assert_eq!(got, expected);
+    // Typed: completions of the kana, the language model's words only.
+    // Typed: completions of the kana among the language model's words, by its scores.
+    session.key('て');
+    let offered = session.suggestions(3);
+    let mut words: Vec<(f32, &str)> = lm
+        .vocab()
+        .words()
+        .iter()
+        .enumerate()
+        .filter(|(_, w)| w.split_once('/').is_some_and(|(_, r)| r.starts_with('て')))
+        .map(|(id, w)| {
+            let mut lp = [0.0];
+            full.log_probs(&state, &[id as u32], &mut lp);
+            (lp[0], w.split('/').next().unwrap())
+        })
+        .collect();
+    words.sort_by(|a, b| b.0.total_cmp(&a.0));
+    let expected: Vec<&str> = words[..3].iter().map(|w| w.1).collect();
+    let got: Vec<&str> = offered.iter().map(|s| s.text.as_str()).collect();
+    assert_eq!(got, expected);
+    let taken = offered[0].clone();
+    assert_eq!(session.accept(&taken), taken.text);
+    assert_eq!(session.committed(), format!("今日は{}", taken.text));
+    assert_eq!(session.input(), "");
+}

@@ -96,6 +96,10 @@ enum Action {
     /// content words of each wrong one's gold conversion that the converter missed (as a user
     /// would), and convert them all again with each bonus: top-1, sentences fixed and broken.
     UserDict(typing::UserDictArgs),
+    /// Keystrokes saved by suggestions: type the evaluation sentences word by word, taking a
+    /// word as soon as it is among the K suggestions (the next word predicted with nothing
+    /// typed, or a completion of the kana typed); kana keys with and without.
+    Predict(typing::PredictArgs),
     /// The user dictionary (what every front end converts with): list, add, remove, import and
     /// export Mozc's dictionary-tool format.
     Dict {
@@ -1592,6 +1596,7 @@ pub fn run(a: ImeArgs) -> anyhow::Result<()> {
         Action::Segments(args) => typing::run(args),
         Action::Learn(args) => typing::run_learn(args),
         Action::UserDict(args) => typing::run_user_dict(args),
+        Action::Predict(args) => typing::run_predict(args),
         Action::Dict { folder, action } => user::dict(&folder, action),
         Action::History { folder, action } => user::history(&folder, action),
         Action::Convert {

@@ -69,7 +69,8 @@ impl WithScorer for Interactive {
 }
 
 /// The engine's key for a terminal key; `None` for keys the converter does not use (Ctrl and
-/// Alt combinations among them). Tab and Shift+Tab step through candidates as ↓ and ↑ do.
+/// Alt combinations among them). Tab takes the first suggestion (while converting: the next
+/// candidate, as ↓ does); Shift+Tab steps back as ↑ does.
 pub fn key_of(key: KeyEvent) -> Option<Key> {
     if key
         .modifiers
@@ -89,7 +90,8 @@ pub fn key_of(key: KeyEvent) -> Option<Key> {
         KeyCode::Left => Key::Left,
         KeyCode::Right => Key::Right,
         KeyCode::Up | KeyCode::BackTab => Key::Up,
-        KeyCode::Down | KeyCode::Tab => Key::Down,
+        KeyCode::Down => Key::Down,
+        KeyCode::Tab => Key::Tab,
         KeyCode::PageUp => Key::PageUp,
         KeyCode::PageDown => Key::PageDown,
         KeyCode::F(n) => Key::Function(n),
@@ -310,7 +312,15 @@ impl<'l, S: Scorer> App<'l, S> {
                     Span::styled("  →  ", dim),
                     Span::styled(tail(best, width.saturating_sub(5)), bold),
                 ]);
-                (" input ".to_string(), vec![typed, converted])
+                // The suggestions ride in the title: what Tab takes first.
+                let title = match self.view.suggestions.split_first() {
+                    Some((first, rest)) if !rest.is_empty() => {
+                        format!(" input · Tab: {first} · {} ", rest.join(" · "))
+                    }
+                    Some((first, _)) => format!(" input · Tab: {first} "),
+                    None => " input ".to_string(),
+                };
+                (title, vec![typed, converted])
             }
         };
         let block = Block::bordered().title(title);
@@ -415,7 +425,7 @@ impl<'l, S: Scorer> App<'l, S> {
         } else if self.view.segments.is_empty() {
             "type romaji, digits, symbols (a capital: Latin) · Enter new line · Ctrl-C quit"
         } else {
-            "Space convert · F6-F10 kana/ascii · Enter commit · Esc clear · Ctrl-C quit"
+            "Tab take · Space convert · F6-F10 · Enter commit · Esc clear · Ctrl-C quit"
         }
     }
 }
@@ -587,7 +597,7 @@ mod tests {
             k(KeyCode::Right, KeyModifiers::SHIFT),
             Some(Key::ShiftRight)
         );
-        assert_eq!(k(KeyCode::Tab, none), Some(Key::Down));
+        assert_eq!(k(KeyCode::Tab, none), Some(Key::Tab));
         assert_eq!(k(KeyCode::BackTab, KeyModifiers::SHIFT), Some(Key::Up));
         assert_eq!(k(KeyCode::PageDown, none), Some(Key::PageDown));
         assert_eq!(k(KeyCode::F(7), none), Some(Key::Function(7)));

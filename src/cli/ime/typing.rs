@@ -526,3 +526,127 @@ pub fn run_user_dict(args: UserDictArgs) -> anyhow::Result<()> {
     }
     Ok(())
 }
+
+#[derive(Args, Debug)]
+pub struct PredictArgs {
+    #[command(flatten)]
+    typed: Typed,
+    /// The same sentences in words (`display/reading …` per line, a superset).
+    #[arg(long, default_value = "data/ja/test.txt")]
+    words: PathBuf,
+    /// Suggestions shown.
+    #[arg(short, long, default_value_t = 3)]
+    k: usize,
+}
+
+#[derive(serde::Serialize)]
+struct PredictReport {
+    model: PathBuf,
+    sentences: usize,
+    suggestions_shown: usize,
+    /// Kana keys typed word by word without suggestions: each word's kana and one key to
+    /// convert and commit it.
+    keys_without: usize,
+    /// With suggestions: the kana typed until the word is suggested, and one key to take it.
+    keys_with: usize,
+    saved: f64,
+    /// Words taken from a suggestion: with nothing typed (predicted), or completed.
+    predicted: usize,
+    completed: usize,
+    words: usize,
+    /// Milliseconds to make the suggestions.
+    suggest: KeyTimes,
+    /// A kana typed and the suggestions that follow it, as a front end shows them.
+    key_and_suggest: KeyTimes,
+}
+
+pub fn run_predict(args: PredictArgs) -> anyhow::Result<()> {
+    let (pairs, converter) = args.typed.open()?;
+    let words = sentence_words(&args.words)?;
+    let mut session = converter.session(PAGE)?;
+    let bar = progress(pairs.len());
+    let (mut without, mut with, mut predicted, mut completed, mut n_words) = (0, 0, 0, 0, 0);
+    let (mut times, mut keyed) = (Vec::new(), Vec::new());
+    for pair in &pairs {
+        let gold = words
+            .get(pair)
+            .with_context(|| format!("{} lacks the words of `{}`", args.words.display(), pair.1))?;
+        session.new_paragraph();
+        for (display, reading) in gold {
+            let kana: Vec<char> = reading.chars().collect();
+            n_words += 1;
+            without += kana.len() + 1;
+            let mut taken = false;
+            let mut key_ms = None;
+            for i in 0..=kana.len() {
+                let t = Instant::now();
+                let offered = session.suggestions(args.k);
+                times.push(ms(t));
+                if let Some(key) = key_ms.take() {
+                    keyed.push(key + ms(t));
+                }
+                if let Some(s) = offered.iter().find(|s| &s.text == display) {
+                    with += i + 1;
+                    if i == 0 {
+                        predicted += 1;
+                    } else {
+                        completed += 1;
+                    }
+                    session.accept(s);
+                    taken = true;
+                    break;
+                }
+                if let Some(&c) = kana.get(i) {
+                    let t = Instant::now();
+                    session.key(c);
+                    key_ms = Some(ms(t));
+                }
+            }
+            if !taken {
+                with += kana.len() + 1;
+                session.clear();
+                session.commit_words(&[(display.clone(), reading.clone())]);
+            }
+        }
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    let report = PredictReport {
+        model: args.typed.model.clone(),
+        sentences: pairs.len(),
+        suggestions_shown: args.k,
+        keys_without: without,
+        keys_with: with,
+        saved: 1.0 - with as f64 / without.max(1) as f64,
+        predicted,
+        completed,
+        words: n_words,
+        suggest: KeyTimes::of(times),
+        key_and_suggest: KeyTimes::of(keyed),
+    };
+    if args.typed.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+        return Ok(());
+    }
+    let r = &report;
+    println!(
+        "{}: {} sentences, {} words typed word by word with {} suggestions: {} kana keys \
+         against {} without ({:.1}% saved); {} words predicted before a key, {} completed; \
+         suggestions in {:.3} ms (median), p99 {:.3}; a kana with its suggestions {:.3} ms, \
+         p99 {:.3}",
+        r.model.display(),
+        r.sentences,
+        r.words,
+        r.suggestions_shown,
+        r.keys_with,
+        r.keys_without,
+        100.0 * r.saved,
+        r.predicted,
+        r.completed,
+        r.suggest.median_ms,
+        r.suggest.p99_ms,
+        r.key_and_suggest.median_ms,
+        r.key_and_suggest.p99_ms
+    );
+    Ok(())
+}
