@@ -567,6 +567,7 @@ fn random_key_streams_keep_the_invariants() {
         Key::Function(8),
         Key::Function(9),
         Key::Function(10),
+        Key::Tab,
     ];
     let mut rng = 0x9E37_79B9_7F4A_7C15u64;
     for _stream in 0..60 {
