@@ -138,6 +138,10 @@ def main():
     for reading, _ in pairs[:3]:  # warm-up (also starts the server)
         convert(mozc, reading, 10)
     top1 = top10 = top10_first = 0
+    # `ime segments`' measure: a wrong 1-best fixed by one segment's first page (9
+    # candidates), the others as converted; keys: → per segment passed, then Space (the 2nd
+    # candidate) or Space and a digit.
+    fixed = keys = 0
     ms = []
     returned = []
     wrong = []
@@ -150,6 +154,12 @@ def main():
         top10 += gold in best
         if best[0] != gold:
             wrong.append(f"{reading}\t{gold}\t{best[0] or reading}\n")
+            costs = [i + (1 if r == 1 else 2)
+                     for i, c in enumerate(cands) for r, alt in enumerate(c[:9])
+                     if "".join(first[:i] + [alt] + first[i + 1:]) == gold]
+            if costs:
+                fixed += 1
+                keys += min(costs)
         # aside: Mozc's own list, i.e. the first segment's candidates + the rest's 1-best
         top10_first += gold in ["".join([c] + first[1:]) for c in cands[0][:10]] if first else 0
     mozc.close()
@@ -162,6 +172,10 @@ def main():
         "top10": top10 / n,
         "ms_per_sentence_median": statistics.median(ms),
         "mean_candidates_returned": sum(returned) / n,
+        "wrong": n - top1,
+        "fixed_in_one_segment": fixed,
+        "fixed_share_of_wrong": fixed / max(n - top1, 1),
+        "keys_per_fix": keys / max(fixed, 1),
         "notes": ("mozc_emacs_helper, default config, empty user history, nothing committed; "
                   "Mozc has per-segment candidate lists only: top-10 = up to 10 distinct "
                   "sentences, the 1-best, then one segment replaced by its 2nd candidate "
