@@ -128,7 +128,8 @@ pub struct History {
     words: Table,
     pairs: Table,
     /// Each reading's surfaces (an index of `words`).
-    readings: HashMap<String, Vec<String>, BuildHasherDefault<FxHasher>>,
+    /// Ordered, so that the readings starting with what is typed are one range.
+    readings: std::collections::BTreeMap<String, Vec<String>>,
 }
 
 impl Default for History {
@@ -140,7 +141,7 @@ impl Default for History {
             clock: 0,
             words: Table::default(),
             pairs: Table::default(),
-            readings: HashMap::default(),
+            readings: Default::default(),
         }
     }
 }
@@ -211,6 +212,28 @@ impl History {
             }
         }
         bonus
+    }
+
+    /// Up to `limit` conversions the user committed for readings that start with `prefix`, the
+    /// heaviest first: `(reading, surface, weight)`.
+    pub fn completions(&self, prefix: &str, limit: usize) -> Vec<(&str, &str, f32)> {
+        let mut found: Vec<(&str, &str, f32)> = self
+            .readings
+            .range::<str, _>((
+                std::ops::Bound::Included(prefix),
+                std::ops::Bound::Unbounded,
+            ))
+            .take_while(|(r, _)| r.starts_with(prefix))
+            .flat_map(|(r, surfaces)| {
+                surfaces.iter().filter_map(move |s| {
+                    let count = get(&self.words, r, s)?;
+                    Some((r.as_str(), s.as_str(), self.weight(count)))
+                })
+            })
+            .collect();
+        found.sort_by(|a, b| b.2.total_cmp(&a.2));
+        found.truncate(limit);
+        found
     }
 
     /// Whether `surface` was committed after `prev` before.

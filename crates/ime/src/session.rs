@@ -178,10 +178,17 @@ fn segment_spans(words: &[(String, String)]) -> Vec<((usize, usize), String, Str
 pub struct Suggestion {
     pub text: String,
     pub reading: String,
-    /// `ln p` of the word after the text committed before.
-    pub score: f32,
+    /// `ln p` of the word after the text committed before (`None`: a conversion from the
+    /// history, which may be several words).
+    pub score: Option<f32>,
     node: Node,
 }
+
+/// Suggestions taken from the history (its heaviest completions), before the model's. Measured
+/// with `ime predict --limit 300` (3 shown): none 36.1 % of kana keys saved, 1 36.0 %, 3
+/// 32.1 %: on text the user has not typed before the history adds nothing, so it takes one slot,
+/// for the words it knows that the model does not (names, new words).
+const HISTORY_COMPLETIONS: usize = 1;
 
 /// Vocabulary words a completion scores at most (the most frequent whose reading starts with
 /// the kana typed).
@@ -382,8 +389,10 @@ impl<'l, S: Scorer> Session<'l, S> {
         self.romaji.is_direct()
     }
 
-    /// Up to `k` suggestions, best first: the language model's words whose reading starts with
-    /// the kana typed, scored after the text committed before; with nothing typed, the next
+    /// Up to `k` suggestions, best first: what the user committed before for readings that
+    /// start with the kana typed (the history, heaviest first), then the language model's words
+    /// whose reading starts with them, scored after the text committed before; with nothing
+    /// typed, the next
     /// word, from the words whose scores the scorer holds already (`Scorer::predict`: the
     /// fixed sample of incremental vocabulary selection, never a softmax over the vocabulary).
     pub fn suggestions(&mut self, k: usize) -> Vec<Suggestion> {
@@ -408,7 +417,28 @@ impl<'l, S: Scorer> Session<'l, S> {
         let mut ranked: Vec<(f32, u32)> = scores.into_iter().zip(ids).collect();
         ranked.sort_by(|a, b| b.0.total_cmp(&a.0));
         let mut out: Vec<Suggestion> = Vec::new();
+        if !kana.is_empty() {
+            for (reading, surface, _) in self.history.completions(kana, HISTORY_COMPLETIONS) {
+                let kind = match self
+                    .lexicon
+                    .lookup(reading)
+                    .find(|(_, w)| w.display == surface)
+                {
+                    Some((id, _)) => NodeKind::Word(id),
+                    None => NodeKind::Literal(surface.to_string()),
+                };
+                out.push(Suggestion {
+                    text: surface.to_string(),
+                    reading: reading.to_string(),
+                    score: None,
+                    node: Node { start: 0, kind },
+                });
+            }
+        }
         for (score, id) in ranked {
+            if out.len() >= k {
+                break;
+            }
             let word = self.lexicon.word(id);
             if out.iter().any(|s| s.text == word.display) {
                 continue;
@@ -420,15 +450,12 @@ impl<'l, S: Scorer> Session<'l, S> {
                     .vocabulary_reading(id, unk)
                     .unwrap_or_default()
                     .to_string(),
-                score,
+                score: Some(score),
                 node: Node {
                     start: 0,
                     kind: NodeKind::Word(id),
                 },
             });
-            if out.len() == k {
-                break;
-            }
         }
         out
     }

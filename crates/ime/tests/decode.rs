@@ -743,3 +743,22 @@ fn tab_takes_the_first_suggestion() {
     assert_eq!(s.committed(), offered[0]);
     assert_eq!(s.input(), "");
 }
+
+/// What the user committed before comes first among the completions of its reading.
+#[test]
+fn the_history_completes_first() {
+    let (lm, lex, spelling) = setup(3);
+    let mut s = pressed(&lm, &lex, &spelling, "");
+    s.commit_words(&[("テンキー".to_string(), "てんきー".to_string())]);
+    s.new_paragraph();
+    for k in "tenki".chars() {
+        s.press(Key::Char(k));
+    }
+    let offered = s.suggestions(3);
+    let texts: Vec<&str> = offered.iter().map(|x| x.text.as_str()).collect();
+    assert_eq!(texts[0], "テンキー", "{texts:?}");
+    assert_eq!(offered[0].score, None);
+    assert!(texts[1..].contains(&"天気") && texts[1..].contains(&"転機"));
+    assert_eq!(s.accept(&offered[0]), "テンキー");
+    assert!(s.committed().ends_with("\nテンキー"));
+}
