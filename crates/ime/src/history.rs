@@ -746,9 +746,8 @@ mod tests {
         assert!(h.follows("明日", "京は"));
         assert!(!h.follows("明日", "今日は"));
         assert_eq!(h.best("あした"), None);
-        let dir = std::env::temp_dir().join(format!("fs-history-best-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("history.tsv");
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("history.tsv");
         h.save(&path).unwrap();
         let (loaded, warning) = History::load(&path).unwrap();
         assert_eq!(warning, None);
@@ -756,7 +755,6 @@ mod tests {
         let mut forgot = loaded.clone();
         forgot.forget("きょうは", "京は");
         assert_eq!(forgot.best("きょうは").map(|b| b.0), Some("今日は"));
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
