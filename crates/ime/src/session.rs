@@ -258,7 +258,8 @@ impl<'l, S: Scorer> Session<'l, S> {
     /// Segments, not words: measured with `ime learn --limit 300`, a bonus on every committed
     /// word in the lattice raised the particles a user commits all the time, and their paths
     /// beat better ones (top-1 57.67 % before learning, 54.33 % on the first pass); lowering a
-    /// learned word's rivals of the same reading changed top-1 by less than a point.
+    /// learned word's rivals of the same reading moved it by about a point (56.67 % on the
+    /// first pass, 58.67 % on the second).
     pub fn learn(&mut self, committed: &[(String, String)]) {
         for (_, text, reading, _) in segment_spans(committed) {
             self.history
