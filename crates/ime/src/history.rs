@@ -13,9 +13,7 @@
 //! The clock is logical: it advances by one per [`History::record`] (one committed segment), so
 //! tests and replays are deterministic. An entry keeps its count as of its last use; at clock
 //! `now` its weight is `count · γ^(now − last)` with `γ = 0.5^(1 / half_life)`, and a use sets
-//! `count ← weight + 1`. A candidate's bonus (log domain, ≥ 0) is
-//! `word_weight · ln(1 + weight(word)) + pair_weight · ln(1 + weight(pair))`: frequent and
-//! recent choices rise, old ones fade. At most `capacity` entries (words and pairs together)
+//! `count ← weight + 1`: frequent and recent choices weigh most, old ones fade. At most `capacity` entries (words and pairs together)
 //! are kept; a full table drops its lightest tenth at once, so eviction is amortised O(1).
 //!
 //! File (UTF-8 text, one record per line, so a crash that cuts the file loses only the cut
@@ -49,11 +47,6 @@ const FIX: &str = "remove the file to start a new history (what was learned is l
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct HistoryConfig {
-    /// Nats per `ln(1 + weight)` of a word `(reading, surface)`: 1.5, so one use adds
-    /// 1.04 nats and three recent uses 2.08.
-    pub word_weight: f32,
-    /// Nats per `ln(1 + weight)` of a pair `(previous surface, surface)`: 1.0.
-    pub pair_weight: f32,
     /// Commits after which a use counts half: 2,000.
     pub half_life: f32,
     /// Entries kept, words and pairs together: 60,000 (a few MB). Each committed segment adds
@@ -65,8 +58,6 @@ pub struct HistoryConfig {
 impl Default for HistoryConfig {
     fn default() -> Self {
         HistoryConfig {
-            word_weight: 1.5,
-            pair_weight: 1.0,
             half_life: 2000.0,
             capacity: 60_000,
         }
@@ -76,16 +67,6 @@ impl Default for HistoryConfig {
 impl HistoryConfig {
     /// Refuses constants no history can use.
     pub fn check(&self) -> std::result::Result<(), String> {
-        for (name, value) in [
-            ("word_weight", self.word_weight),
-            ("pair_weight", self.pair_weight),
-        ] {
-            if !(value.is_finite() && value >= 0.0) {
-                return Err(format!(
-                    "history {name} {value} must be a finite number ≥ 0"
-                ));
-            }
-        }
         if !(self.half_life.is_finite() && self.half_life > 0.0) {
             return Err(format!(
                 "history half_life {} must be a finite number of commits > 0",
@@ -198,20 +179,15 @@ impl History {
         }
     }
 
-    /// The log-domain bonus (≥ 0) of converting `reading` to `surface` after `prev_surface`:
-    /// 0 for what was never chosen. Hashed lookups, no allocation: it runs for every lattice
-    /// node of every key.
-    pub fn bonus(&self, reading: &str, surface: &str, prev_surface: Option<&str>) -> f32 {
-        let mut bonus = 0.0;
-        if let Some(count) = get(&self.words, reading, surface) {
-            bonus += self.config.word_weight * self.weight(count).ln_1p();
-        }
-        if let Some(prev) = prev_surface {
-            if let Some(count) = get(&self.pairs, prev, surface) {
-                bonus += self.config.pair_weight * self.weight(count).ln_1p();
-            }
-        }
-        bonus
+    /// The decayed count of `reading` converted to `surface` now (0: never). Hashed, no
+    /// allocation.
+    pub fn weight_of(&self, reading: &str, surface: &str) -> f32 {
+        get(&self.words, reading, surface).map_or(0.0, |c| self.weight(c))
+    }
+
+    /// The decayed count of `surface` committed after `prev` now (0: never).
+    pub fn pair_weight_of(&self, prev: &str, surface: &str) -> f32 {
+        get(&self.pairs, prev, surface).map_or(0.0, |c| self.weight(c))
     }
 
     /// Up to `limit` conversions the user committed for readings that start with `prefix`, the
@@ -711,26 +687,25 @@ mod tests {
         let h = sample();
         assert_eq!(h.clock(), 6);
         assert_eq!(h.len(), 5 + 4);
-        assert_eq!(h.bonus("きょう", "京", None), 0.0);
-        assert_eq!(h.bonus("はし", "端", Some("今日")), 0.0);
+        assert_eq!(h.weight_of("きょう", "京"), 0.0);
+        assert_eq!(h.weight_of("はし", "端"), 0.0);
         // Twice beats once; a recent use beats an older one of the same count.
-        assert!(h.bonus("きょう", "今日", None) > h.bonus("はし", "箸", None));
-        assert!(h.bonus("はし", "箸", None) > h.bonus("はし", "橋", None));
-        assert!(h.bonus("はし", "橋", None) > 0.0);
-        // The pair term counts only after the surface it followed.
-        let alone = h.bonus("はし", "箸", None);
-        let after = h.bonus("はし", "箸", Some("今日"));
-        assert!((after - alone - (1.0f32 + 2f32.powf(-1.0 / 2000.0)).ln()).abs() < 1e-5);
-        assert_eq!(h.bonus("はし", "箸", Some("は")), alone);
-        // One use now: word_weight · ln 2.
+        assert!(h.weight_of("きょう", "今日") > h.weight_of("はし", "箸"));
+        assert!(h.weight_of("はし", "箸") > h.weight_of("はし", "橋"));
+        assert!(h.weight_of("はし", "橋") > 0.0);
+        // A pair counts only after the surface it followed: one use, one commit ago.
+        let after = h.pair_weight_of("今日", "箸");
+        assert!((after - 2f32.powf(-1.0 / 2000.0)).abs() < 1e-5);
+        assert_eq!(h.pair_weight_of("は", "箸"), 0.0);
+        // One use now: 1.
         let mut h = History::default();
         h.record("あ", "亜", None);
-        assert!((h.bonus("あ", "亜", None) - 1.5 * 2f32.ln()).abs() < 1e-6);
+        assert!((h.weight_of("あ", "亜") - 1.0).abs() < 1e-6);
         // A half-life later the count is halved.
         for _ in 0..2000 {
             h.record("い", "胃", None);
         }
-        assert!((h.bonus("あ", "亜", None) - 1.5 * 1.5f32.ln()).abs() < 1e-4);
+        assert!((h.weight_of("あ", "亜") - 0.5).abs() < 1e-4);
         // Text the file cannot hold is not learned.
         h.record("う\t", "鵜", None);
         assert_eq!(h.clock(), 2001);
@@ -761,13 +736,11 @@ mod tests {
     fn forgetting_removes_the_word_and_its_pairs() {
         let mut h = sample();
         assert_eq!(h.forget("はし", "箸"), 3);
-        assert_eq!(h.bonus("はし", "箸", Some("今日")), 0.0);
-        assert_eq!(
-            h.bonus("かわ", "川", Some("箸")),
-            h.bonus("かわ", "川", None)
-        );
-        assert!(h.bonus("かわ", "川", None) > 0.0);
-        assert!(h.bonus("はし", "橋", Some("は")) > 0.0);
+        assert_eq!(h.weight_of("はし", "箸"), 0.0);
+        assert_eq!(h.pair_weight_of("今日", "箸"), 0.0);
+        assert_eq!(h.pair_weight_of("箸", "川"), 0.0);
+        assert!(h.weight_of("かわ", "川") > 0.0);
+        assert!(h.pair_weight_of("は", "橋") > 0.0);
         assert_eq!(h.forget("はし", "箸"), 0);
         h.forget_all();
         assert!(h.is_empty() && h.entries().is_empty());
@@ -787,9 +760,9 @@ mod tests {
             h.record(&format!("k{i}"), &format!("w{i}"), None);
             assert!(h.len() <= 10);
         }
-        assert!(h.bonus("よく", "良く", None) > 0.0);
-        assert!(h.bonus("k29", "w29", None) > 0.0);
-        assert_eq!(h.bonus("k0", "w0", None), 0.0);
+        assert!(h.weight_of("よく", "良く") > 0.0);
+        assert!(h.weight_of("k29", "w29") > 0.0);
+        assert_eq!(h.weight_of("k0", "w0"), 0.0);
         let mut smaller = h.clone();
         smaller
             .set_config(HistoryConfig {
