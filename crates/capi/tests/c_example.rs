@@ -1,0 +1,111 @@
+//! The C example, built with `cc` against the static library and run on the shipped model:
+//! the predictions the Rust API makes, and (where valgrind is installed) no leak and no
+//! memory error.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use fastsoftmax_infer::{LanguageModel, SoftmaxHead, TopK};
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// `target/<profile>`, where cargo put the static library beside this test's binary.
+fn profile_dir() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    exe.parent().unwrap().parent().unwrap().to_path_buf()
+}
+
+fn build(out: &Path) -> bool {
+    let lib = profile_dir().join("libfastsoftmax_c.a");
+    assert!(lib.exists(), "{} is missing", lib.display());
+    let crate_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let status = Command::new("cc")
+        .arg("-Wall")
+        .arg("-Werror")
+        .arg("-o")
+        .arg(out)
+        .arg(crate_dir.join("examples/c/predict.c"))
+        .arg("-I")
+        .arg(crate_dir.join("include"))
+        .arg(&lib)
+        .args(["-lm", "-lpthread", "-ldl"])
+        .status();
+    match status {
+        Ok(s) => {
+            assert!(s.success(), "cc failed on examples/c/predict.c");
+            true
+        }
+        Err(_) => false,
+    }
+}
+
+#[test]
+fn the_c_example_predicts_as_rust_does_and_leaks_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let exe = dir.path().join("predict");
+    if !build(&exe) {
+        eprintln!("no C compiler (cc): the C example is skipped");
+        return;
+    }
+    let model = root().join("assets/models/ptb-small-lstm");
+    let out = Command::new(&exe)
+        .args([model.to_str().unwrap(), "full", "the company said"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let words: Vec<String> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| l.split('\t').next().unwrap().to_string())
+        .collect();
+    let lm = LanguageModel::load(&model).unwrap();
+    let mut state = lm.new_state();
+    lm.step(lm.vocab().eos(), &mut state).unwrap();
+    for id in lm.encode_words("the company said") {
+        lm.step(id, &mut state).unwrap();
+    }
+    let mut best = TopK::new(5);
+    lm.full_head().top_k_into(state.context(), 5, &mut best);
+    let expected: Vec<String> = best
+        .as_slice()
+        .iter()
+        .map(|s| lm.vocab().word(s.id).to_string())
+        .collect();
+    assert_eq!(words, expected);
+    // A missing model: exit status 1 and the folder named.
+    let out = Command::new(&exe)
+        .args(["/no/such/model", "full", "the"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("/no/such/model"));
+
+    if Command::new("valgrind").arg("--version").output().is_err() {
+        eprintln!("valgrind is not installed: the memory check is skipped");
+        return;
+    }
+    let out = Command::new("valgrind")
+        .args([
+            "--leak-check=full",
+            "--error-exitcode=99",
+            "--errors-for-leak-kinds=definite",
+        ])
+        .arg(&exe)
+        .args([model.to_str().unwrap(), "full", "the company said"])
+        .output()
+        .unwrap();
+    let report = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "valgrind: {report}");
+    assert!(report.contains("ERROR SUMMARY: 0 errors"), "{report}");
+    assert!(
+        report.contains("definitely lost: 0 bytes")
+            || report.contains("All heap blocks were freed"),
+        "{report}"
+    );
+}

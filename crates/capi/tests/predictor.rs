@@ -1,0 +1,126 @@
+//! The C functions called as C calls them, on the shipped PTB model: the same predictions as
+//! the Rust API, and every bad argument a status and a message, never a crash.
+
+use std::ffi::{c_char, CStr, CString};
+use std::path::PathBuf;
+
+use fastsoftmax_c::*;
+use fastsoftmax_infer::{LanguageModel, SoftmaxHead, TopK};
+
+fn model_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../assets/models/ptb-small-lstm")
+}
+
+fn c(s: &str) -> CString {
+    CString::new(s).unwrap()
+}
+
+fn last_error() -> String {
+    let e = fs_last_error();
+    assert!(!e.is_null(), "a failed call leaves its message");
+    unsafe { CStr::from_ptr(e) }.to_string_lossy().into_owned()
+}
+
+#[test]
+fn predictions_are_the_rust_apis() {
+    let dir = c(model_dir().to_str().unwrap());
+    let p = unsafe { fs_predictor_open(dir.as_ptr(), c("full").as_ptr()) };
+    assert!(!p.is_null(), "{}", last_error());
+    assert!(fs_last_error().is_null());
+    assert_eq!(
+        unsafe { fs_predictor_feed(p, c("the company said").as_ptr()) },
+        3
+    );
+    let (mut ids, mut scores) = ([0u32; 5], [0f32; 5]);
+    let n = unsafe { fs_predictor_topk(p, 5, ids.as_mut_ptr(), scores.as_mut_ptr()) };
+    assert_eq!(n, 5);
+    // The same through the Rust API.
+    let lm = LanguageModel::load(&model_dir()).unwrap();
+    let mut state = lm.new_state();
+    lm.step(lm.vocab().eos(), &mut state).unwrap();
+    for id in lm.encode_words("the company said") {
+        lm.step(id, &mut state).unwrap();
+    }
+    let mut best = TopK::new(5);
+    lm.full_head().top_k_into(state.context(), 5, &mut best);
+    let expected: Vec<u32> = best.as_slice().iter().map(|s| s.id).collect();
+    assert_eq!(ids.to_vec(), expected);
+    assert_eq!(scores[0], best.as_slice()[0].logit);
+    // Words into a caller's buffer, cut to fit.
+    let mut buf = [0 as c_char; 64];
+    let len = unsafe { fs_predictor_word(p, ids[0], buf.as_mut_ptr(), buf.len()) };
+    let word = unsafe { CStr::from_ptr(buf.as_ptr()) }.to_str().unwrap();
+    assert_eq!((len as usize, word), (word.len(), lm.vocab().word(ids[0])));
+    let mut small = [0 as c_char; 2];
+    let len = unsafe { fs_predictor_word(p, ids[0], small.as_mut_ptr(), 2) };
+    assert_eq!(len as usize, word.len());
+    assert_eq!(
+        unsafe { CStr::from_ptr(small.as_ptr()) }.to_bytes().len(),
+        1
+    );
+    // A reset is a sentence start again.
+    assert_eq!(unsafe { fs_predictor_reset(p) }, 0);
+    let mut again = [0u32; 5];
+    unsafe { fs_predictor_feed(p, c("the company said").as_ptr()) };
+    unsafe { fs_predictor_topk(p, 5, again.as_mut_ptr(), std::ptr::null_mut()) };
+    assert_eq!(again, ids);
+    unsafe { fs_predictor_free(p) };
+}
+
+#[test]
+fn bad_arguments_get_a_status_and_a_message() {
+    let dir = c(model_dir().to_str().unwrap());
+    let full = c("full");
+    unsafe {
+        assert!(fs_predictor_open(std::ptr::null(), full.as_ptr()).is_null());
+        assert_eq!(last_error(), "dir is NULL");
+        let bad = [0xffu8 as c_char, 0];
+        assert!(fs_predictor_open(bad.as_ptr(), full.as_ptr()).is_null());
+        assert!(
+            last_error().starts_with("dir is not UTF-8"),
+            "{}",
+            last_error()
+        );
+        assert!(fs_predictor_open(c("/no/such/model").as_ptr(), full.as_ptr()).is_null());
+        assert!(last_error().contains("/no/such/model"), "{}", last_error());
+        assert!(fs_predictor_open(dir.as_ptr(), c("no-such-head").as_ptr()).is_null());
+        assert!(last_error().contains("no-such-head"), "{}", last_error());
+        // A translator folder is not a language model.
+        let nmt = model_dir().join("../bible-en-de-tiny");
+        let nmt = c(nmt.to_str().unwrap());
+        assert!(fs_predictor_open(nmt.as_ptr(), full.as_ptr()).is_null());
+        assert!(!last_error().is_empty());
+
+        let p = fs_predictor_open(dir.as_ptr(), full.as_ptr());
+        assert!(!p.is_null());
+        let mut ids = [0u32; 4];
+        assert_eq!(
+            fs_predictor_topk(p, 0, ids.as_mut_ptr(), std::ptr::null_mut()),
+            -3
+        );
+        assert!(last_error().contains("k = 0"), "{}", last_error());
+        assert_eq!(
+            fs_predictor_topk(p, 1 << 30, ids.as_mut_ptr(), std::ptr::null_mut()),
+            FsStatus::FsErrorArgument as i32
+        );
+        assert_eq!(
+            fs_predictor_topk(p, 4, std::ptr::null_mut(), std::ptr::null_mut()),
+            -1
+        );
+        assert_eq!(last_error(), "ids is NULL");
+        assert_eq!(fs_predictor_feed(p, std::ptr::null()), -1);
+        assert_eq!(fs_predictor_feed(std::ptr::null_mut(), c("a").as_ptr()), -1);
+        assert_eq!(last_error(), "p is NULL");
+        assert_eq!(fs_predictor_word(p, u32::MAX, std::ptr::null_mut(), 0), -3);
+        // Unknown words read as <unk>; the predictor goes on.
+        assert_eq!(fs_predictor_feed(p, c("zzqxj the").as_ptr()), 2);
+        assert_eq!(
+            fs_predictor_topk(p, 4, ids.as_mut_ptr(), std::ptr::null_mut()),
+            4
+        );
+        assert!(fs_last_error().is_null(), "a success clears the message");
+        fs_predictor_free(p);
+        fs_predictor_free(std::ptr::null_mut());
+        assert_eq!(fs_predictor_reset(std::ptr::null_mut()), -1);
+    }
+}
