@@ -5,11 +5,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use fastsoftmax_infer::{LanguageModel, SoftmaxHead, TopK};
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
+mod common;
+use common::{model_dir, rust_top_k};
 
 /// `target/<profile>`, where cargo put the static library beside this test's binary.
 fn profile_dir() -> PathBuf {
@@ -49,7 +46,7 @@ fn the_c_example_predicts_as_rust_does_and_leaks_nothing() {
         eprintln!("no C compiler (cc): the C example is skipped");
         return;
     }
-    let model = root().join("assets/models/ptb-small-lstm");
+    let model = model_dir();
     let out = Command::new(&exe)
         .args([model.to_str().unwrap(), "full", "the company said"])
         .output()
@@ -64,16 +61,8 @@ fn the_c_example_predicts_as_rust_does_and_leaks_nothing() {
         .lines()
         .map(|l| l.split('\t').next().unwrap().to_string())
         .collect();
-    let lm = LanguageModel::load(&model).unwrap();
-    let mut state = lm.new_state();
-    lm.step(lm.vocab().eos(), &mut state).unwrap();
-    for id in lm.encode_words("the company said") {
-        lm.step(id, &mut state).unwrap();
-    }
-    let mut best = TopK::new(5);
-    lm.full_head().top_k_into(state.context(), 5, &mut best);
+    let (best, lm) = rust_top_k(&model, "the company said", 5);
     let expected: Vec<String> = best
-        .as_slice()
         .iter()
         .map(|s| lm.vocab().word(s.id).to_string())
         .collect();

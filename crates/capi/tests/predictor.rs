@@ -2,14 +2,11 @@
 //! the Rust API, and every bad argument a status and a message, never a crash.
 
 use std::ffi::{c_char, CStr, CString};
-use std::path::PathBuf;
 
 use fastsoftmax_c::*;
-use fastsoftmax_infer::{LanguageModel, SoftmaxHead, TopK};
 
-fn model_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../assets/models/ptb-small-lstm")
-}
+mod common;
+use common::{model_dir, rust_top_k};
 
 fn c(s: &str) -> CString {
     CString::new(s).unwrap()
@@ -35,17 +32,10 @@ fn predictions_are_the_rust_apis() {
     let n = unsafe { fs_predictor_topk(p, 5, ids.as_mut_ptr(), scores.as_mut_ptr()) };
     assert_eq!(n, 5);
     // The same through the Rust API.
-    let lm = LanguageModel::load(&model_dir()).unwrap();
-    let mut state = lm.new_state();
-    lm.step(lm.vocab().eos(), &mut state).unwrap();
-    for id in lm.encode_words("the company said") {
-        lm.step(id, &mut state).unwrap();
-    }
-    let mut best = TopK::new(5);
-    lm.full_head().top_k_into(state.context(), 5, &mut best);
-    let expected: Vec<u32> = best.as_slice().iter().map(|s| s.id).collect();
+    let (best, lm) = rust_top_k(&model_dir(), "the company said", 5);
+    let expected: Vec<u32> = best.iter().map(|s| s.id).collect();
     assert_eq!(ids.to_vec(), expected);
-    assert_eq!(scores[0], best.as_slice()[0].logit);
+    assert_eq!(scores[0], best[0].logit);
     // Words into a caller's buffer, cut to fit.
     let mut buf = [0 as c_char; 64];
     let len = unsafe { fs_predictor_word(p, ids[0], buf.as_mut_ptr(), buf.len()) };
