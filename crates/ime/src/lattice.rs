@@ -5,7 +5,7 @@
 //! gets a *passthrough* node (the kana as its own display), so every input has a path, whatever
 //! the lexicon lacks.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::mozc::{Class, MozcDictionary, MozcWeights, PathCosts};
@@ -316,8 +316,8 @@ pub struct UserEntry {
 #[derive(Debug, Clone, Default)]
 pub struct UserWords {
     by_reading: HashMap<String, Vec<Arc<UserEntry>>>,
-    /// `(reading, display)` of lexicon words never to place.
-    suppressed: HashSet<(String, String)>,
+    /// Reading → displays of lexicon words never to place.
+    suppressed: HashMap<String, Vec<String>>,
     max_len: usize,
 }
 
@@ -332,18 +332,20 @@ impl UserWords {
 
     pub fn suppress(&mut self, reading: &str, display: &str) {
         self.suppressed
-            .insert((reading.to_string(), display.to_string()));
+            .entry(reading.to_string())
+            .or_default()
+            .push(display.to_string());
     }
 
     pub fn is_empty(&self) -> bool {
         self.by_reading.is_empty() && self.suppressed.is_empty()
     }
 
+    /// Looked up for every lexicon word of every key: no allocation.
     fn suppresses(&self, reading: &str, display: &str) -> bool {
-        !self.suppressed.is_empty()
-            && self
-                .suppressed
-                .contains(&(reading.to_string(), display.to_string()))
+        self.suppressed
+            .get(reading)
+            .is_some_and(|d| d.iter().any(|d| d == display))
     }
 }
 

@@ -225,7 +225,7 @@ impl<'l, S: Scorer> Session<'l, S> {
         let words = dictionary.lattice_words(self.lexicon, &self.spelling, bonus);
         self.user = Some(Arc::new(words));
         let origin = self.decoder.origin();
-        self.end_conversion();
+        self.cancel_conversion();
         self.decoder = Self::decoder(
             &mut self.scorer,
             &self.spelling,
@@ -281,7 +281,7 @@ impl<'l, S: Scorer> Session<'l, S> {
     /// One typed character: romaji letters spell kana; anything else (digits, symbols, kana
     /// pasted in) joins the input as it is.
     pub fn key(&mut self, key: char) {
-        self.end_conversion();
+        self.cancel_conversion();
         self.romaji.push(key);
         self.sync();
     }
@@ -289,7 +289,7 @@ impl<'l, S: Scorer> Session<'l, S> {
     /// Removes the last key of the input (a pending letter or the last kana); the lattice and
     /// the hypotheses roll back. Returns false when the input is empty.
     pub fn backspace(&mut self) -> bool {
-        self.end_conversion();
+        self.cancel_conversion();
         if self.romaji.kana().is_empty() && self.romaji.pending().is_empty() {
             return false;
         }
@@ -302,7 +302,7 @@ impl<'l, S: Scorer> Session<'l, S> {
     /// that may yet become な) stay as the start of the next input. Returns the committed text,
     /// or `None` when there is no candidate `k`.
     pub fn commit(&mut self, k: usize) -> Option<&str> {
-        self.end_conversion();
+        self.cancel_conversion();
         let candidate = self.candidates.get(k)?;
         let (text, words) = (candidate.text.clone(), candidate.words.clone());
         let end_sentence = text.ends_with(SENTENCE_ENDS);
@@ -334,7 +334,7 @@ impl<'l, S: Scorer> Session<'l, S> {
 
     /// Drops the input, keeping the context of the text committed before it.
     pub fn clear(&mut self) {
-        self.end_conversion();
+        self.cancel_conversion();
         self.romaji = Romaji::with_width(self.options.width);
         self.decoder.clear();
         self.candidates.clear();
@@ -343,7 +343,7 @@ impl<'l, S: Scorer> Session<'l, S> {
     /// Ends the paragraph: a line break joins the committed text and the next input starts a
     /// sentence from no context (any input typed is dropped).
     pub fn new_paragraph(&mut self) {
-        self.end_conversion();
+        self.cancel_conversion();
         self.romaji = Romaji::with_width(self.options.width);
         self.candidates.clear();
         self.decoder = Self::decoder(
@@ -489,7 +489,7 @@ impl<'l, S: Scorer> Session<'l, S> {
     }
 
     fn commit_nodes(&mut self, nodes: &[Node], words: &[(String, String)]) {
-        self.end_conversion();
+        self.cancel_conversion();
         let origin = self.decoder.origin();
         let text: String = words.iter().map(|(d, _)| d.as_str()).collect();
         let mut end = self
@@ -786,12 +786,6 @@ impl<'l, S: Scorer> Session<'l, S> {
             user: self.user.clone(),
         };
         (env, self.conversion.as_mut())
-    }
-
-    /// Leaves a conversion for the calls that edit the input itself (its kana are unchanged).
-    fn end_conversion(&mut self) {
-        self.conversion = None;
-        self.window = None;
     }
 
     /// Brings the decoder to the romaji's kana: back to the longest common prefix, then forward

@@ -319,24 +319,13 @@ pub fn run_learn(args: LearnArgs) -> anyhow::Result<()> {
     let mut top1 = [0usize; 3];
     for (pass, hits) in top1.iter_mut().enumerate() {
         for ((reading, gold), gold_words) in pairs.iter().zip(&golds) {
-            session.new_paragraph();
-            for c in reading.chars() {
-                let t = Instant::now();
-                session.press(Key::Char(c));
-                if pass > 0 {
-                    typing.push(ms(t));
-                }
-            }
             // What the user sees after Space: the conversion, learned segments applied.
-            session.press(Key::Space);
-            let proposed: Vec<(String, String)> = session
-                .segments()
+            let key_ms = (pass > 0).then_some(&mut typing);
+            let text: String = converted(&mut session, reading, key_ms)
                 .iter()
-                .flat_map(|s| s.words().iter().cloned())
+                .map(|(d, _)| d.as_str())
                 .collect();
-            let text: String = proposed.iter().map(|(d, _)| d.as_str()).collect();
             *hits += (text == *gold) as usize;
-            session.press(Key::Escape);
             if pass > 0 {
                 session.learn(gold_words);
             }
@@ -411,14 +400,20 @@ struct UserDictReport {
     rows: Vec<UserDictRow>,
 }
 
-/// The conversion after Space: its `(display, reading)` words.
+/// The `(display, reading)` words of `reading` typed from no context (each key's milliseconds
+/// onto `key_ms`, when given) and converted with Space; the input is then dropped (Escape).
 fn converted(
     session: &mut fastsoftmax_ime::Session<'_, impl fastsoftmax_ime::Scorer>,
     reading: &str,
+    mut key_ms: Option<&mut Vec<f64>>,
 ) -> Vec<(String, String)> {
     session.new_paragraph();
     for c in reading.chars() {
+        let t = Instant::now();
         session.press(Key::Char(c));
+        if let Some(times) = key_ms.as_deref_mut() {
+            times.push(ms(t));
+        }
     }
     session.press(Key::Space);
     let words = session
@@ -451,7 +446,7 @@ pub fn run_user_dict(args: UserDictArgs) -> anyhow::Result<()> {
     let mut right = Vec::with_capacity(pairs.len());
     let mut dictionary = UserDictionary::new();
     for pair in &pairs {
-        let proposed = converted(&mut session, &pair.0);
+        let proposed = converted(&mut session, &pair.0, None);
         let text: String = proposed.iter().map(|(d, _)| d.as_str()).collect();
         right.push(text == pair.1);
         if text != pair.1 {
@@ -474,7 +469,7 @@ pub fn run_user_dict(args: UserDictArgs) -> anyhow::Result<()> {
         session.set_user_dictionary(&dictionary, bonus);
         let (mut top1, mut fixed, mut broken) = (0, 0, 0);
         for (pair, &was_right) in pairs.iter().zip(&right) {
-            let text: String = converted(&mut session, &pair.0)
+            let text: String = converted(&mut session, &pair.0, None)
                 .iter()
                 .map(|(d, _)| d.as_str())
                 .collect();
