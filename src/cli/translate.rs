@@ -6,47 +6,8 @@ use std::time::Instant;
 
 use anyhow::Context;
 use clap::Args;
-use fastsoftmax_translate::artifact::VMAP_FILE;
-use fastsoftmax_translate::transformer::TransformerTranslator;
-use fastsoftmax_translate::{
-    Profile, Screen, SearchOptions, Source, Translation, Translator, VmapScope, VocabMap,
-};
-
-/// The recurrent engine (maps, heads, int8, the time per component) or the Transformer (a
-/// distillation teacher: full softmax, f32).
-enum Engine {
-    Rnn(Box<Translator>),
-    Transformer(Box<TransformerTranslator>),
-}
-
-impl Engine {
-    fn load(dir: &std::path::Path) -> anyhow::Result<Engine> {
-        Ok(if fastsoftmax_translate::distill::is_transformer(dir) {
-            Engine::Transformer(Box::new(TransformerTranslator::load(dir)?))
-        } else {
-            Engine::Rnn(Box::new(Translator::load(dir)?))
-        })
-    }
-
-    fn source(&self, line: &str, max_tokens: usize) -> Source {
-        match self {
-            Engine::Rnn(e) => e.source(line, max_tokens),
-            Engine::Transformer(e) => e.source(line, max_tokens),
-        }
-    }
-
-    fn search(
-        &self,
-        sources: &[Source],
-        opts: &SearchOptions,
-        profile: &mut Profile,
-    ) -> anyhow::Result<Vec<Vec<Translation>>> {
-        Ok(match self {
-            Engine::Rnn(e) => e.search(sources, opts, profile)?,
-            Engine::Transformer(e) => e.search(sources, opts)?,
-        })
-    }
-}
+use fastsoftmax_translate::serve::Engine;
+use fastsoftmax_translate::{Profile, SearchOptions, ServeOptions, Served, Vmap, VmapScope};
 
 #[derive(Args, Debug)]
 pub struct TranslateArgs {
@@ -161,50 +122,27 @@ fn translate(a: TranslateArgs) -> anyhow::Result<()> {
         replace_unk: !a.keep_unk,
     };
     opts.check()?;
-    let mut engine = Engine::load(&a.model)
-        .with_context(|| format!("loading the translator in {}", a.model.display()))?;
     let scope = match a.vmap_scope {
         Scope::Sentence => VmapScope::Sentence,
         Scope::Batch => VmapScope::Batch,
     };
-    if let (Engine::Transformer(_), true) = (&engine, a.vmap.is_some() || a.head.is_some()) {
-        anyhow::bail!(
-            "{} is a Transformer (a distillation teacher): it decodes over its whole vocabulary; --vmap and --head serve the recurrent translators",
-            a.model.display()
-        );
-    }
-    if let (Some(path), Engine::Rnn(engine)) = (&a.vmap, &mut engine) {
-        let map = VocabMap::load(path)?
-            .for_vocab(engine.tgt_vocab())
-            .with_context(|| format!("using the vocabulary map {}", path.display()))?;
-        if map.unknown > 0 {
-            eprintln!(
-                "warning: {} of the {} target words in {} are not in the translator's vocabulary; they read as <unk>",
-                map.unknown,
-                map.words,
-                path.display()
-            );
-        }
-        engine.set_vocab_map(Some((map, scope)));
-    }
-    if let Engine::Rnn(engine) = &mut engine {
-        // A shipped map gives way to --no-vmap and to a screening head (which replaces it).
-        if a.no_vmap || a.head.is_some() {
-            engine.set_vocab_map(None);
-        }
-        engine.set_vocab_map_scope(scope);
-    }
-    let vmap_used = match &engine {
-        Engine::Rnn(e) if e.vocab_map().is_some() => Some(match &a.vmap {
-            Some(path) => path.display().to_string(),
-            None => a.model.join(VMAP_FILE).display().to_string(),
-        }),
-        _ => None,
+    let serve = ServeOptions {
+        vmap: match (&a.vmap, a.no_vmap) {
+            (Some(path), _) => Vmap::File(path.clone()),
+            (None, true) => Vmap::Off,
+            (None, false) => Vmap::Shipped,
+        },
+        scope,
+        head: a.head.clone(),
     };
+    let engine = Served::open(&a.model, &serve)
+        .with_context(|| format!("loading the translator in {}", a.model.display()))?;
+    for w in &engine.warnings {
+        eprintln!("warning: {w}");
+    }
+    let vmap_used = engine.vmap.as_ref().map(|p| p.display().to_string());
     let mut head_trained_as = None;
-    if let (Some(name), Engine::Rnn(engine)) = (&a.head, &mut engine) {
-        let screen = Screen::load(engine, &a.model, name)
-            .with_context(|| format!("loading the screening head {name:?}"))?;
+    if let (Some(name), Some(screen)) = (&a.head, engine.rnn().and_then(|e| e.screen())) {
         head_trained_as = screen.trained_as().map(str::to_string);
         eprintln!(
             "screening with {} head {name}: {} routes, {:.0} words per route on average{}",
@@ -216,7 +154,6 @@ fn translate(a: TranslateArgs) -> anyhow::Result<()> {
                 .map(|how| format!("; {how}"))
                 .unwrap_or_default()
         );
-        engine.set_screen(Some(screen));
     }
     let input: Box<dyn BufRead> = match &a.input {
         Some(p) => Box::new(std::io::BufReader::new(
@@ -318,11 +255,7 @@ fn translate(a: TranslateArgs) -> anyhow::Result<()> {
     if let (Some(tmp), Some(dest)) = (&tmp, &a.output) {
         std::fs::rename(tmp, dest).with_context(|| format!("writing {}", dest.display()))?;
     }
-    let d_out = match &engine {
-        Engine::Rnn(e) => e.spec().d_attn,
-        Engine::Transformer(e) => e.spec().d_model,
-    };
-    let flops = 2.0 * profile.output_logits as f64 * d_out as f64;
+    let flops = 2.0 * profile.output_logits as f64 * engine.output_width() as f64;
     let stats = Stats {
         lines,
         source_words,
@@ -341,7 +274,7 @@ fn translate(a: TranslateArgs) -> anyhow::Result<()> {
     };
     let p = &stats.profile;
     let pct = |x: f64| 100.0 * x / p.total().max(1e-12);
-    if let Engine::Transformer(_) = engine {
+    if let Engine::Transformer(_) = engine.engine {
         eprintln!(
             "translated {lines} lines ({target_words} words) in {seconds:.2} s: {:.0} words/s · beam {} · batch {} · 1 thread · Transformer",
             stats.words_per_s, a.beam, a.batch

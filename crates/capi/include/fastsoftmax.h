@@ -5,11 +5,15 @@
  * Errors: functions return FS_OK (0) or a negative FsStatus, or NULL for a handle;
  * fs_last_error() then names the problem (the file, the argument). No panic crosses this
  * boundary. Every *_free accepts NULL; using a handle after its *_free is undefined.
- * A handle may be used from one thread at a time; different handles from different threads. */
+ * Text is UTF-8. Text the library copies out goes into a caller's buffer (NUL-terminated, cut to
+ * fit; the length is returned, so a call with length 0 asks for it). Threads: an FsTranslator
+ * may serve many threads at once; an FsPredictor or FsIme one thread at a time (it may move
+ * between threads); fs_last_error() is per thread. */
 
 #ifndef FASTSOFTMAX_H
 #define FASTSOFTMAX_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -41,15 +45,288 @@ typedef enum FsStatus {
 } FsStatus;
 
 /*
+ A key, as [`fs_ime_key`] takes it.
+ */
+typedef enum FsKey {
+  /*
+   A printable character (romaji, digits, symbols; a capital starts Latin input): the
+   code point is `fs_ime_key`'s `value`.
+   */
+  FS_KEY_CHAR = 0,
+  FS_KEY_SPACE,
+  FS_KEY_ENTER,
+  FS_KEY_BACKSPACE,
+  FS_KEY_ESCAPE,
+  FS_KEY_LEFT,
+  FS_KEY_RIGHT,
+  /*
+   Shift+← / Shift+→: shrink / grow the focused segment.
+   */
+  FS_KEY_SHIFT_LEFT,
+  FS_KEY_SHIFT_RIGHT,
+  FS_KEY_UP,
+  FS_KEY_DOWN,
+  FS_KEY_PAGE_UP,
+  FS_KEY_PAGE_DOWN,
+  /*
+   F1–F12 (`value` 1–12; F6–F10 turn the input into hiragana, katakana, half-width, …).
+   */
+  FS_KEY_FUNCTION,
+  /*
+   The first suggestion while composing; the next candidate while converting.
+   */
+  FS_KEY_TAB,
+} FsKey;
+
+/*
+ Which text [`fs_ime_text`] copies.
+ */
+typedef enum FsImeText {
+  /*
+   What the last key committed ("" when nothing).
+   */
+  FS_IME_COMMITTED = 0,
+  /*
+   The whole preedit (the segments joined).
+   */
+  FS_IME_PREEDIT,
+  /*
+   Segment `i` of the preedit.
+   */
+  FS_IME_SEGMENT,
+  /*
+   Candidate `i` of the window's page.
+   */
+  FS_IME_CANDIDATE,
+  /*
+   Suggestion `i` (what Tab takes first, then the others).
+   */
+  FS_IME_SUGGESTION,
+} FsImeText;
+
+/*
+ An input method: the converter, a typing session, what it shows, and the user's folder if
+ one was given.
+
+ Threads: one at a time; it may move between threads.
+ */
+typedef struct FsIme FsIme;
+
+/*
  Next-word prediction: a language model, one of its heads, and the text read so far.
+
+ Threads: one at a time (a call changes the text read); it may move between threads. Open
+ one per thread to predict in parallel.
  */
 typedef struct FsPredictor FsPredictor;
+
+/*
+ A batch's translations, line by line and best first within a line. Free with
+ [`fs_translations_free`].
+ */
+typedef struct FsTranslations FsTranslations;
+
+/*
+ A translator.
+
+ Threads: any number at once (a translation only reads the model); [`fs_translate`]'s
+ results are the caller's.
+ */
+typedef struct FsTranslator FsTranslator;
+
+/*
+ What a front end draws, in numbers (the texts come from [`fs_ime_text`]).
+ */
+typedef struct FsImeState {
+  /*
+   Segments of the preedit (0: nothing typed; 1 while composing).
+   */
+  size_t segments;
+  /*
+   The focused segment while converting, else -1.
+   */
+  int32_t focus;
+  /*
+   Candidates on the window's page (0: the window is closed).
+   */
+  size_t candidates;
+  /*
+   The highlighted candidate of the page, else -1.
+   */
+  int32_t highlighted;
+  /*
+   The page's first candidate's index in the whole list.
+   */
+  size_t page_start;
+  /*
+   Suggestions offered while composing.
+   */
+  size_t suggestions;
+} FsImeState;
+
+/*
+ How to search; [`fs_translate_options_default`] gives the CLI's defaults.
+ */
+typedef struct FsTranslateOptions {
+  /*
+   Hypotheses kept per sentence, 1 (greedy) to 10.
+   */
+  size_t beam;
+  /*
+   Translations returned per line, 1 to `beam`.
+   */
+  size_t n_best;
+  /*
+   α of the length normalisation `log p / len^α`.
+   */
+  float length_norm;
+  /*
+   Longer source lines are cut to this many tokens.
+   */
+  size_t max_source_tokens;
+  /*
+   Replace each `<unk>` by the source word the decoder attended to most.
+   */
+  bool replace_unk;
+} FsTranslateOptions;
+
+/*
+ How a translator is served; NULL fields and zeros are the defaults.
+ */
+typedef struct FsServeOptions {
+  /*
+   A vocabulary map from `build-vmap` (NULL: the one the translator ships, if any).
+   */
+  const char *vmap;
+  /*
+   Score every target word, even with a translator that ships a map.
+   */
+  bool no_vmap;
+  /*
+   One map shortlist per batch (CTranslate2's way) instead of one per sentence (output
+   independent of the batch).
+   */
+  bool batch_scope;
+  /*
+   A screening head in `dir/heads/NAME` (NULL: none); not with `vmap`.
+   */
+  const char *head;
+} FsServeOptions;
+
+/*
+ One translation of one line of a batch.
+ */
+typedef struct FsTranslation {
+  /*
+   The line of the batch (0-based).
+   */
+  size_t line;
+  /*
+   Its rank among the line's translations, 0 the best.
+   */
+  size_t rank;
+  /*
+   The text, UTF-8, NUL-terminated; owned by the [`FsTranslations`] it came from.
+   */
+  const char *text;
+  /*
+   `log_prob / len^α`, what the beam ranks by.
+   */
+  double score;
+  /*
+   Total log-probability, `<eos>` included.
+   */
+  double log_prob;
+} FsTranslation;
 
 /*
  The message of the last failed call on this thread, or NULL when it succeeded. Owned by the
  library: valid until the next call on this thread.
  */
 const char *fs_last_error(void);
+
+/*
+ Opens the input method in converter folder `dir` (the shipped one is
+ `assets/models/ime-ja`). With `user_dir` (NULL: none), the user's history and dictionary
+ there are used, as `fastsoftmax ime` and the IBus engine use theirs, and [`fs_ime_save`]
+ writes what was learned back. NULL on failure (see `fs_last_error()`). Free with
+ [`fs_ime_free`].
+
+ # Safety
+ `dir` and `user_dir` are NULL or NUL-terminated strings.
+ */
+struct FsIme *fs_ime_open(const char *dir, const char *user_dir);
+
+/*
+ Frees an input method (what was learned since the last [`fs_ime_save`] is not saved);
+ NULL is ignored.
+
+ # Safety
+ `ime` is NULL or a handle from [`fs_ime_open`] not freed before.
+ */
+void fs_ime_free(struct FsIme *ime);
+
+/*
+ Presses `key`, an [`FsKey`] (`value`: the code point of an [`FsKey::FsKeyChar`], the number of an
+ [`FsKey::FsKeyFunction`], else ignored). Returns 1 when the input method used the key, 0
+ when the application should have it (a Space or Enter with nothing typed), or a negative
+ status. The text it committed is then [`FsImeText::FsImeCommitted`].
+
+ # Safety
+ `ime` is NULL or a live handle.
+ */
+int32_t fs_ime_key(struct FsIme *ime, uint32_t key, uint32_t value);
+
+/*
+ Commits what is shown (the preedit, converted or not), as a text field losing focus
+ should. Returns the committed text's length in bytes (0: nothing was typed); the text is
+ then [`FsImeText::FsImeCommitted`].
+
+ # Safety
+ `ime` is NULL or a live handle.
+ */
+int32_t fs_ime_commit(struct FsIme *ime);
+
+/*
+ Drops what is typed, committing nothing (the text committed before still conditions the
+ next conversion).
+
+ # Safety
+ `ime` is NULL or a live handle.
+ */
+int32_t fs_ime_clear(struct FsIme *ime);
+
+/*
+ What a front end draws now, into `*out`.
+
+ # Safety
+ `ime` is NULL or a live handle; `out` NULL or a place for the struct.
+ */
+int32_t fs_ime_state(const struct FsIme *ime, struct FsImeState *out);
+
+/*
+ Copies text `what`, an [`FsImeText`] (item `i` of the segments, candidates or suggestions; `i` is ignored
+ for the others) into `buf` (`len` bytes, NUL-terminated, cut to fit). Returns its length in
+ bytes without the NUL (`len - 1` or more when cut: call with `len` 0 to learn it), or a
+ negative status (`i` out of range is [`FsStatus::FsErrorArgument`]).
+
+ # Safety
+ `ime` is NULL or a live handle; `buf` NULL or room for `len` bytes.
+ */
+int32_t fs_ime_text(const struct FsIme *ime,
+                    uint32_t what,
+                    size_t i,
+                    char *buf,
+                    size_t len);
+
+/*
+ Writes what the session learned (the history) to the user folder given to
+ [`fs_ime_open`], atomically.
+
+ # Safety
+ `ime` is NULL or a live handle.
+ */
+int32_t fs_ime_save(struct FsIme *ime);
 
 /*
  Opens the language model in folder `dir` with head `head` (`full`, a trained head in
@@ -99,11 +376,77 @@ int32_t fs_predictor_topk(struct FsPredictor *p, size_t k, uint32_t *ids, float 
 
 /*
  Copies word `id` into `buf` (`len` bytes, NUL-terminated, cut to fit). Returns the word's
- length in bytes (without the NUL; more than `len - 1` when cut), or a negative status.
+ length in bytes (without the NUL; `len - 1` or more when cut), or a negative status.
 
  # Safety
  `p` is NULL or a live handle; `buf` NULL or room for `len` bytes.
  */
 int32_t fs_predictor_word(const struct FsPredictor *p, uint32_t id, char *buf, size_t len);
+
+/*
+ The defaults of `fastsoftmax translate`: beam 5, one best, α 1, 250 tokens, `<unk>`
+ replaced.
+ */
+struct FsTranslateOptions fs_translate_options_default(void);
+
+/*
+ Opens the translator in folder `dir` (either kind: the recurrent engine or a Transformer),
+ served as `options` say (NULL: as it ships). NULL on failure (see `fs_last_error()`).
+ Free with [`fs_translator_free`].
+
+ # Safety
+ `dir` is NULL or a NUL-terminated string; `options` NULL or a valid struct whose strings
+ are NULL or NUL-terminated.
+ */
+struct FsTranslator *fs_translator_open(const char *dir, const struct FsServeOptions *options);
+
+/*
+ Frees a translator; NULL is ignored.
+
+ # Safety
+ `t` is NULL or a handle from [`fs_translator_open`] not freed before.
+ */
+void fs_translator_free(struct FsTranslator *t);
+
+/*
+ Translates `n` lines (UTF-8, one sentence each) as one batch, searching as `options` say
+ (NULL: [`fs_translate_options_default`]). On success `*out` holds the translations (free
+ them with [`fs_translations_free`]) and the number of them is returned; on failure `*out`
+ is NULL and a negative status is returned.
+
+ # Safety
+ `t` is NULL or a live handle; `lines` NULL or `n` pointers, each NULL or a NUL-terminated
+ string; `options` NULL or a valid struct; `out` NULL or a place for a pointer.
+ */
+int32_t fs_translate(const struct FsTranslator *t,
+                     const char *const *lines,
+                     size_t n,
+                     const struct FsTranslateOptions *options,
+                     struct FsTranslations **out);
+
+/*
+ How many translations `r` holds (0 for NULL).
+
+ # Safety
+ `r` is NULL or live results.
+ */
+size_t fs_translations_count(const struct FsTranslations *r);
+
+/*
+ Translation `i` of `r`, or NULL when `r` is NULL or `i` is out of range. Owned by `r`:
+ valid until [`fs_translations_free`].
+
+ # Safety
+ `r` is NULL or live results.
+ */
+const struct FsTranslation *fs_translations_get(const struct FsTranslations *r, size_t i);
+
+/*
+ Frees the results of [`fs_translate`]; NULL is ignored.
+
+ # Safety
+ `r` is NULL or results not freed before.
+ */
+void fs_translations_free(struct FsTranslations *r);
 
 #endif  /* FASTSOFTMAX_H */

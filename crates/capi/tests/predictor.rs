@@ -1,22 +1,12 @@
 //! The C functions called as C calls them, on the shipped PTB model: the same predictions as
 //! the Rust API, and every bad argument a status and a message, never a crash.
 
-use std::ffi::{c_char, CStr, CString};
+use std::ffi::{c_char, CStr};
 
 use fastsoftmax_c::*;
 
 mod common;
-use common::{model_dir, rust_top_k};
-
-fn c(s: &str) -> CString {
-    CString::new(s).unwrap()
-}
-
-fn last_error() -> String {
-    let e = fs_last_error();
-    assert!(!e.is_null(), "a failed call leaves its message");
-    unsafe { CStr::from_ptr(e) }.to_string_lossy().into_owned()
-}
+use common::{c, last_error, model_dir, rust_top_k};
 
 #[test]
 fn predictions_are_the_rust_apis() {

@@ -25,6 +25,7 @@
 //! - [`history`]: what the user chose, learned (recency- and frequency-weighted).
 //! - [`user_dict`]: the user dictionary, in the text format of Mozc's dictionary tool.
 //! - [`user_data`]: the folder of the user's history and dictionary.
+//! - [`typing`]: the converter and a session as one value an app keeps ([`OwnedSession`]).
 
 pub mod adapt;
 pub mod bucketed;
@@ -44,6 +45,7 @@ pub mod romaji;
 pub mod segment;
 pub mod session;
 pub mod tail;
+pub mod typing;
 pub mod user_data;
 pub mod user_dict;
 
@@ -63,5 +65,6 @@ pub use mozc::MozcDictionary;
 pub use romaji::Romaji;
 pub use session::{Key, Options, Reply, Session, View};
 pub use tail::TailEstimate;
+pub use typing::OwnedSession;
 pub use user_data::UserData;
 pub use user_dict::{Pos, UserDictionary, UserWord, USER_BONUS};

@@ -19,8 +19,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::beam::{SearchOptions, Translation};
 use crate::engine::Profile;
+use crate::serve::Engine;
 use crate::transformer::TransformerTranslator;
-use crate::Translator;
+use crate::{ServeOptions, Served, Translator};
 
 /// Either translator behind one call: what a teacher (or any command that decodes) needs.
 pub trait TranslateLines: Sync {
@@ -77,12 +78,35 @@ pub fn is_transformer(dir: &Path) -> bool {
         .is_some_and(|m| m["format"] == crate::transformer::FORMAT)
 }
 
-/// A translator directory of either kind, loaded by its manifest's format.
+/// A translator directory of either kind, loaded by its manifest's format and served as it
+/// ships ([`Served`]).
 pub fn load_any(dir: &Path) -> Result<Box<dyn TranslateLines>> {
-    if is_transformer(dir) {
-        Ok(Box::new(TransformerTranslator::load(dir)?))
-    } else {
-        Ok(Box::new(Translator::load(dir)?))
+    Ok(Box::new(Served::open(dir, &ServeOptions::default())?))
+}
+
+impl TranslateLines for Served {
+    fn translate_lines(
+        &self,
+        lines: &[&str],
+        opts: &SearchOptions,
+    ) -> Result<Vec<Vec<Translation>>> {
+        self.translate(lines, opts)
+    }
+    fn src_tokenizer(&self) -> &crate::tokenizer::Tokenizer {
+        self.inner().src_tokenizer()
+    }
+    fn languages(&self) -> Option<&crate::artifact::Languages> {
+        self.inner().languages()
+    }
+}
+
+impl Served {
+    /// The engine behind the one call.
+    fn inner(&self) -> &dyn TranslateLines {
+        match &self.engine {
+            Engine::Rnn(e) => e.as_ref(),
+            Engine::Transformer(e) => e.as_ref(),
+        }
     }
 }
 

@@ -10,6 +10,8 @@
 //! - [`distill`]: sequence-level distillation, a teacher re-translating the training source.
 //! - [`align`], [`vmap`]: word alignment and the vocabulary map built from it, which cuts the
 //!   output layer to the words a sentence's source n-grams can bring.
+//! - [`serve`]: a translator folder opened as the CLI serves it (either kind, its map or
+//!   head); what the CLI and the bindings open.
 //! - [`screen`]: L2S and DS-Softmax heads inside beam search, each row scoring only the words
 //!   of the route its context is sent to.
 
@@ -20,6 +22,7 @@ pub mod bleu;
 pub mod distill;
 pub mod engine;
 pub mod screen;
+pub mod serve;
 pub mod text;
 pub mod tokenizer;
 pub mod transformer;
@@ -28,4 +31,5 @@ pub mod vmap;
 pub use beam::{SearchOptions, Source, Translation, VmapScope};
 pub use engine::{Profile, Translator};
 pub use screen::Screen;
+pub use serve::{ServeOptions, Served, Vmap};
 pub use vmap::{MapUnit, Shortlister, VmapConfig, VocabMap};

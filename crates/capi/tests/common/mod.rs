@@ -1,8 +1,30 @@
-//! What the Rust API predicts, for the C functions' results to be compared with.
+//! What the Rust API predicts, for the C functions' results to be compared with, and the
+//! helpers of calling them.
+#![allow(dead_code)] // each test file uses some of these
 
+use std::ffi::{CStr, CString};
 use std::path::{Path, PathBuf};
 
 use fastsoftmax_infer::{LanguageModel, Scored, SoftmaxHead, TopK};
+
+/// `s` as a C string.
+pub fn c(s: &str) -> CString {
+    CString::new(s).unwrap()
+}
+
+/// The message of the last failed call on this thread.
+pub fn last_error() -> String {
+    let e = fastsoftmax_c::fs_last_error();
+    assert!(!e.is_null(), "a failed call leaves its message");
+    unsafe { CStr::from_ptr(e) }.to_string_lossy().into_owned()
+}
+
+/// A shipped model folder.
+pub fn asset(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../assets/models")
+        .join(name)
+}
 
 /// The shipped PTB model.
 pub fn model_dir() -> PathBuf {
