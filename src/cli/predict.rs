@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use clap::Args;
-use fastsoftmax_infer::{check_context, heads, Context, LanguageModel, TopK};
+use fastsoftmax_infer::{NextWords, TopK};
 
 #[derive(Args, Debug)]
 pub struct PredictArgs {
@@ -24,37 +24,20 @@ pub struct PredictArgs {
 }
 
 pub fn run(a: PredictArgs) -> anyhow::Result<()> {
-    let lm = LanguageModel::load(&a.model)?;
-    let head = heads::load(&a.head, &a.model, &lm)?;
-    let mut state = lm.new_state();
-    // The models were trained on text where every sentence follows an <eos>.
-    lm.step(lm.vocab().eos(), &mut state)?;
-    let ids = lm.encode_words(&a.prompt);
-    let unknown: Vec<&str> = a
-        .prompt
-        .split_whitespace()
-        .filter(|w| lm.vocab().get(w).is_none())
-        .collect();
+    let mut next = NextWords::open(&a.model, &a.head)?;
+    let unknown = next.feed(&a.prompt)?;
     if !unknown.is_empty() {
         eprintln!(
             "note: not in the vocabulary, read as <unk>: {}",
             unknown.join(" ")
         );
     }
-    for &id in &ids {
-        lm.step(id, &mut state)?;
-    }
-    let history: Vec<u32> = std::iter::once(lm.vocab().eos()).chain(ids).collect();
-    let ctx = Context {
-        h: state.context(),
-        history: &history,
-    };
-    check_context(head.as_ref(), ctx, a.k)?;
-    let mut logits = vec![0.0f32; lm.spec().vocab_size];
-    lm.full_head().logits_into(state.context(), &mut logits);
-    let log_z = fastsoftmax_infer::log_sum_exp(&logits);
     let mut best = TopK::new(a.k);
-    head.predict_into(ctx, a.k, &mut best);
+    next.top_k_into(a.k, &mut best)?;
+    let (lm, head) = (next.lm(), next.head());
+    let mut logits = vec![0.0f32; lm.spec().vocab_size];
+    lm.full_head().logits_into(next.context().h, &mut logits);
+    let log_z = fastsoftmax_infer::log_sum_exp(&logits);
     // Every head's words are shown with the model's exact probability of them; a predictor
     // that reads only the previous words (no LM step) also shows its own probability.
     let own = head.context_width() == 0;

@@ -105,15 +105,16 @@ typedef enum FsImeText {
 } FsImeText;
 
 /*
- An input method: the converter, a typing session, what it shows, and the user's folder if
- one was given.
+ An input method: the converter, a typing session and what it shows, and the user's
+ folder if one was given.
 
  Threads: one at a time; it may move between threads.
  */
 typedef struct FsIme FsIme;
 
 /*
- Next-word prediction: a language model, one of its heads, and the text read so far.
+ Next-word prediction: a language model, one of its heads, and the text read so far
+ ([`NextWords`], what `fastsoftmax predict` runs).
 
  Threads: one at a time (a call changes the text read); it may move between threads. Open
  one per thread to predict in parallel.

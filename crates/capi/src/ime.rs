@@ -7,7 +7,7 @@ use std::ffi::c_char;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
 
-use fastsoftmax_ime::{Key, OwnedSession, UserData, View};
+use fastsoftmax_ime::{Key, OwnedSession, UserData};
 
 use crate::{copy_out, failure, guard, guard_handle, null, text, Failure, FsStatus};
 
@@ -71,15 +71,12 @@ pub struct FsImeState {
     pub suggestions: usize,
 }
 
-/// An input method: the converter, a typing session, what it shows, and the user's folder if
-/// one was given.
+/// An input method: the converter, a typing session and what it shows, and the user's
+/// folder if one was given.
 ///
 /// Threads: one at a time; it may move between threads.
 pub struct FsIme {
     typing: OwnedSession,
-    /// What a front end draws after the last call, and the text the last key committed.
-    view: View,
-    committed: String,
     user: Option<UserData>,
 }
 
@@ -88,20 +85,6 @@ const _: fn() = || {
     fn movable<T: Send>() {}
     movable::<FsIme>();
 };
-
-impl FsIme {
-    /// Presses `key` (`None`: none, as a commit of nothing), keeping what it committed and
-    /// what the view is now; whether the input method used the key.
-    fn press(&mut self, key: Option<Key>) -> bool {
-        let (reply, view) = self.typing.with(|s| {
-            let reply = key.map(|k| s.press(k)).unwrap_or_default();
-            (reply, s.view())
-        });
-        self.committed = reply.committed.unwrap_or_default();
-        self.view = view;
-        reply.consumed
-    }
-}
 
 /// The C enum `E` a `u32` names (an out-of-range value from C is an error, not undefined).
 fn enumerated<E: Copy>(value: u32, all: &[E], name: &str) -> Result<E, Failure> {
@@ -160,12 +143,7 @@ pub unsafe extern "C" fn fs_ime_open(dir: *const c_char, user_dir: *const c_char
         };
         // A history cut short by a crash loads as far as it goes: nothing to report.
         let (typing, _warnings) = OwnedSession::open(&dir, user.as_ref()).map_err(failure)?;
-        Ok(Box::new(FsIme {
-            typing,
-            view: View::default(),
-            committed: String::new(),
-            user,
-        }))
+        Ok(Box::new(FsIme { typing, user }))
     })
 }
 
@@ -224,7 +202,7 @@ pub unsafe extern "C" fn fs_ime_key(ime: *mut FsIme, key: u32, value: u32) -> i3
             },
             FsKey::FsKeyTab => Key::Tab,
         };
-        Ok(ime.press(Some(key)) as i32)
+        Ok(ime.typing.press(key) as i32)
     })
 }
 
@@ -238,9 +216,7 @@ pub unsafe extern "C" fn fs_ime_key(ime: *mut FsIme, key: u32, value: u32) -> i3
 pub unsafe extern "C" fn fs_ime_commit(ime: *mut FsIme) -> i32 {
     guard(|| {
         let ime = ime.as_mut().ok_or_else(|| null("ime"))?;
-        let typed = !ime.view.segments.is_empty();
-        ime.press(typed.then_some(Key::Enter));
-        Ok(ime.committed.len() as i32)
+        Ok(ime.typing.commit().len() as i32)
     })
 }
 
@@ -253,8 +229,7 @@ pub unsafe extern "C" fn fs_ime_commit(ime: *mut FsIme) -> i32 {
 pub unsafe extern "C" fn fs_ime_clear(ime: *mut FsIme) -> i32 {
     guard(|| {
         let ime = ime.as_mut().ok_or_else(|| null("ime"))?;
-        ime.typing.with(|s| s.clear());
-        ime.press(None);
+        ime.typing.clear();
         Ok(0)
     })
 }
@@ -269,7 +244,7 @@ pub unsafe extern "C" fn fs_ime_state(ime: *const FsIme, out: *mut FsImeState) -
         let ime = ime.as_ref().ok_or_else(|| null("ime"))?;
         let out = out.as_mut().ok_or_else(|| null("out"))?;
         let index = |i: Option<usize>| i.map_or(-1, |i| i as i32);
-        let v = &ime.view;
+        let v = ime.typing.view();
         *out = FsImeState {
             segments: v.segments.len(),
             focus: index(v.focus),
@@ -300,7 +275,7 @@ pub unsafe extern "C" fn fs_ime_text(
     guard(|| {
         let ime = ime.as_ref().ok_or_else(|| null("ime"))?;
         let what = enumerated(what, &TEXTS, "what")?;
-        let v = &ime.view;
+        let v = ime.typing.view();
         let item = |list: &[String], name: &str| {
             list.get(i).cloned().ok_or_else(|| {
                 Failure(
@@ -313,7 +288,7 @@ pub unsafe extern "C" fn fs_ime_text(
             })
         };
         let s = match what {
-            FsImeText::FsImeCommitted => ime.committed.clone(),
+            FsImeText::FsImeCommitted => ime.typing.committed().to_string(),
             FsImeText::FsImePreedit => v.segments.concat(),
             FsImeText::FsImeSegment => item(&v.segments, "segment")?,
             FsImeText::FsImeCandidate => item(&v.candidates, "candidate")?,

@@ -4,52 +4,18 @@ use std::ffi::c_char;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
 
-use fastsoftmax_infer::{heads, Context, LanguageModel, LmState, Predictor, TopK};
+use fastsoftmax_infer::{NextWords, TopK};
 
-use crate::{copy_out, guard, guard_handle, null, text, Failure, FsStatus};
+use crate::{copy_out, failure, guard, guard_handle, null, text, Failure, FsStatus};
 
-/// A model folder and the language model loaded from it (what a head borrows).
-struct Model {
-    dir: PathBuf,
-    lm: LanguageModel,
-}
-
-type Head<'a> = Box<dyn Predictor + 'a>;
-
-self_cell::self_cell!(
-    struct Loaded {
-        owner: Model,
-        #[covariant]
-        dependent: Head,
-    }
-);
-
-/// Next-word prediction: a language model, one of its heads, and the text read so far.
+/// Next-word prediction: a language model, one of its heads, and the text read so far
+/// ([`NextWords`], what `fastsoftmax predict` runs).
 ///
 /// Threads: one at a time (a call changes the text read); it may move between threads. Open
 /// one per thread to predict in parallel.
 pub struct FsPredictor {
-    loaded: Loaded,
-    state: LmState,
-    /// Word ids read since the sentence start (what history-reading heads use).
-    history: Vec<u32>,
+    next: NextWords,
     top: TopK,
-}
-
-impl FsPredictor {
-    fn lm(&self) -> &LanguageModel {
-        &self.loaded.borrow_owner().lm
-    }
-
-    /// Back to a sentence start: the state after `<eos>`.
-    fn reset(&mut self) -> Result<(), Failure> {
-        let lm = &self.loaded.borrow_owner().lm;
-        self.state = lm.new_state();
-        lm.step(lm.vocab().eos(), &mut self.state)
-            .map_err(|e| Failure(FsStatus::FsErrorModel, e.to_string()))?;
-        self.history.clear();
-        Ok(())
-    }
 }
 
 /// Opens the language model in folder `dir` with head `head` (`full`, a trained head in
@@ -66,21 +32,13 @@ pub unsafe extern "C" fn fs_predictor_open(
 ) -> *mut FsPredictor {
     guard_handle(|| {
         let dir = PathBuf::from(text(dir, "dir")?);
-        let name = text(head, "head")?.to_string();
-        let lm = LanguageModel::load(&dir)
+        let name = text(head, "head")?;
+        let next = NextWords::open(&dir, name)
             .map_err(|e| Failure(FsStatus::FsErrorModel, e.to_string()))?;
-        let loaded = Loaded::try_new(Model { dir, lm }, |m| {
-            heads::load(&name, &m.dir, &m.lm)
-                .map_err(|e| Failure(FsStatus::FsErrorModel, format!("head {name}: {e}")))
-        })?;
-        let mut p = Box::new(FsPredictor {
-            state: loaded.borrow_owner().lm.new_state(),
-            loaded,
-            history: Vec::new(),
+        Ok(Box::new(FsPredictor {
+            next,
             top: TopK::new(1),
-        });
-        p.reset()?;
-        Ok(p)
+        }))
     })
 }
 
@@ -103,7 +61,7 @@ pub unsafe extern "C" fn fs_predictor_free(p: *mut FsPredictor) {
 pub unsafe extern "C" fn fs_predictor_reset(p: *mut FsPredictor) -> i32 {
     guard(|| {
         let p = p.as_mut().ok_or_else(|| null("p"))?;
-        p.reset()?;
+        p.next.reset().map_err(failure)?;
         Ok(0)
     })
 }
@@ -118,14 +76,8 @@ pub unsafe extern "C" fn fs_predictor_feed(p: *mut FsPredictor, words: *const c_
     guard(|| {
         let p = p.as_mut().ok_or_else(|| null("p"))?;
         let words = text(words, "words")?;
-        let ids = p.lm().encode_words(words);
-        for &id in &ids {
-            let lm = &p.loaded.borrow_owner().lm;
-            lm.step(id, &mut p.state)
-                .map_err(|e| Failure(FsStatus::FsErrorModel, e.to_string()))?;
-            p.history.push(id);
-        }
-        Ok(ids.len() as i32)
+        p.next.feed(words).map_err(failure)?;
+        Ok(words.split_whitespace().count() as i32)
     })
 }
 
@@ -147,15 +99,8 @@ pub unsafe extern "C" fn fs_predictor_topk(
         if ids.is_null() {
             return Err(null("ids"));
         }
-        let head = p.loaded.borrow_dependent();
-        let ctx = Context {
-            h: p.state.context(),
-            history: &p.history,
-        };
-        fastsoftmax_infer::check_context(head.as_ref(), ctx, k)
-            .map_err(|e| Failure(FsStatus::FsErrorArgument, e.to_string()))?;
         // The head resets the buffer to `k` (it grows once, then is reused).
-        head.predict_into(ctx, k, &mut p.top);
+        p.next.top_k_into(k, &mut p.top).map_err(failure)?;
         let best = p.top.as_slice();
         let ids = std::slice::from_raw_parts_mut(ids, k);
         for (slot, s) in ids.iter_mut().zip(best) {
@@ -185,7 +130,7 @@ pub unsafe extern "C" fn fs_predictor_word(
 ) -> i32 {
     guard(|| {
         let p = p.as_ref().ok_or_else(|| null("p"))?;
-        let vocab = p.lm().vocab();
+        let vocab = p.next.lm().vocab();
         if id as usize >= vocab.len() {
             return Err(Failure(
                 FsStatus::FsErrorArgument,

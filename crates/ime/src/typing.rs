@@ -1,6 +1,6 @@
-//! The shipped converter and one typing session on it as one value: what an app or a binding
-//! keeps for a text field (the C ABI's `FsIme`, the Python module's `ImeSession`), which it
-//! may hand from one thread to another.
+//! The shipped converter and one typing session on it as one value, with what it shows after
+//! each call: what an app or a binding keeps for a text field (the C ABI's `FsIme`, the Python
+//! module's `ImeSession`), which it may hand from one thread to another.
 
 use std::path::Path;
 
@@ -8,7 +8,7 @@ use fastsoftmax_infer::Result;
 
 use crate::converter::ConverterScorer;
 use crate::session::PAGE;
-use crate::{Converter, Session, UserData};
+use crate::{Converter, Key, Session, UserData, View};
 
 type Typing<'c> = Session<'c, ConverterScorer<'c>>;
 
@@ -20,9 +20,12 @@ self_cell::self_cell!(
     }
 );
 
-/// A converter and a session on it, offering a page ([`PAGE`]) of candidates.
+/// A converter and a session on it, offering a page ([`PAGE`]) of candidates, and what the
+/// last call left to draw and commit.
 pub struct OwnedSession {
     cell: Cell,
+    view: View,
+    committed: String,
 }
 
 // SAFETY: the session's LM states are reference-counted (`Rc`) and cache their normalisers in
@@ -46,10 +49,57 @@ impl OwnedSession {
             }
             Ok::<_, fastsoftmax_infer::Error>(session)
         })?;
-        Ok((OwnedSession { cell }, warnings))
+        let owned = OwnedSession {
+            cell,
+            view: View::default(),
+            committed: String::new(),
+        };
+        Ok((owned, warnings))
     }
 
-    /// Runs `f` on the session.
+    /// Presses `key` (Mozc's bindings, [`Session::press`]); whether the input method used it.
+    /// [`Self::view`] and [`Self::committed`] then say what it did.
+    pub fn press(&mut self, key: Key) -> bool {
+        self.after(Some(key))
+    }
+
+    /// Commits what is shown (converted or not), as a text field losing focus should; returns
+    /// it ("" when nothing was typed).
+    pub fn commit(&mut self) -> &str {
+        let typed = !self.view.segments.is_empty();
+        self.after(typed.then_some(Key::Enter));
+        &self.committed
+    }
+
+    /// Drops what is typed, committing nothing.
+    pub fn clear(&mut self) {
+        self.with(|s| s.clear());
+        self.after(None);
+    }
+
+    /// Presses `key`, if any, and keeps what it committed and what the view is now.
+    fn after(&mut self, key: Option<Key>) -> bool {
+        let (reply, view) = self.cell.with_dependent_mut(|_, s| {
+            let reply = key.map(|k| s.press(k)).unwrap_or_default();
+            (reply, s.view())
+        });
+        self.committed = reply.committed.unwrap_or_default();
+        self.view = view;
+        reply.consumed
+    }
+
+    /// What a front end draws after the last call.
+    pub fn view(&self) -> &View {
+        &self.view
+    }
+
+    /// What the last call committed ("" when nothing).
+    pub fn committed(&self) -> &str {
+        &self.committed
+    }
+
+    /// Runs `f` on the session (call [`Self::press`] or [`Self::clear`] after a change that the
+    /// view should show).
     pub fn with<R>(&mut self, f: impl FnOnce(&mut Session<'_, ConverterScorer<'_>>) -> R) -> R {
         self.cell.with_dependent_mut(|_, s| f(s))
     }

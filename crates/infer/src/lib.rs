@@ -26,6 +26,7 @@ pub mod head;
 pub mod heads;
 pub mod kernels;
 pub mod model;
+pub mod next_words;
 pub mod topk;
 
 pub use error::{Error, Result};
@@ -37,4 +38,5 @@ pub use heads::{
 };
 pub use kernels::{exp_nonpositive, log_sum_exp, log_sum_exp_top_k};
 pub use model::{Cell, LanguageModel, LmSpec, LmState, LmWeights, Vocab};
+pub use next_words::NextWords;
 pub use topk::{Scored, TopK, K_MAX};
