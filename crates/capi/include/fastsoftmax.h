@@ -385,6 +385,35 @@ int32_t fs_predictor_topk(struct FsPredictor *p, size_t k, uint32_t *ids, float 
 int32_t fs_predictor_word(const struct FsPredictor *p, uint32_t id, char *buf, size_t len);
 
 /*
+ Copies the language model's context vector after the text read (`d` floats, what
+ [`fs_predictor_topk_batch`] takes as a row) into `out`, at most `len` of them. Returns `d`,
+ or a negative status.
+
+ # Safety
+ `p` is NULL or a live handle; `out` NULL or room for `len` floats.
+ */
+int32_t fs_predictor_context(const struct FsPredictor *p, float *out, size_t len);
+
+/*
+ The `k` likeliest words for each of `n` context vectors (`contexts`: `n × d` floats, row
+ after row; `d` the model's width, [`fs_predictor_context`]): row `i`'s ids into
+ `ids[i·k ..]` and its scores into `scores[i·k ..]` (NULL: not wanted), best first. For the
+ heads that score context vectors (every softmax head), not the ones that read the previous
+ words. Returns `n · k`, or a negative status.
+
+ # Safety
+ `p` is NULL or a live handle; `contexts` NULL or `n · d` floats; `ids` NULL or room for
+ `n · k` values, `scores` likewise.
+ */
+int32_t fs_predictor_topk_batch(struct FsPredictor *p,
+                                const float *contexts,
+                                size_t n,
+                                size_t d,
+                                size_t k,
+                                uint32_t *ids,
+                                float *scores);
+
+/*
  The defaults of `fastsoftmax translate`: beam 5, one best, α 1, 250 tokens, `<unk>`
  replaced.
  */

@@ -4,7 +4,7 @@ use std::ffi::c_char;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
 
-use fastsoftmax_infer::{NextWords, TopK};
+use fastsoftmax_infer::{NextWords, Scored, TopK};
 
 use crate::{copy_out, failure, guard, guard_handle, null, text, Failure, FsStatus};
 
@@ -16,6 +16,8 @@ use crate::{copy_out, failure, guard, guard_handle, null, text, Failure, FsStatu
 pub struct FsPredictor {
     next: NextWords,
     top: TopK,
+    /// [`fs_predictor_topk_batch`]'s results, reused.
+    batch: Vec<TopK>,
 }
 
 /// Opens the language model in folder `dir` with head `head` (`full`, a trained head in
@@ -38,6 +40,7 @@ pub unsafe extern "C" fn fs_predictor_open(
         Ok(Box::new(FsPredictor {
             next,
             top: TopK::new(1),
+            batch: Vec::new(),
         }))
     })
 }
@@ -102,16 +105,7 @@ pub unsafe extern "C" fn fs_predictor_topk(
         // The head resets the buffer to `k` (it grows once, then is reused).
         p.next.top_k_into(k, &mut p.top).map_err(failure)?;
         let best = p.top.as_slice();
-        let ids = std::slice::from_raw_parts_mut(ids, k);
-        for (slot, s) in ids.iter_mut().zip(best) {
-            *slot = s.id;
-        }
-        if !scores.is_null() {
-            let scores = std::slice::from_raw_parts_mut(scores, k);
-            for (slot, s) in scores.iter_mut().zip(best) {
-                *slot = s.logit;
-            }
-        }
+        write_top(best, ids, scores);
         Ok(best.len() as i32)
     })
 }
@@ -139,4 +133,101 @@ pub unsafe extern "C" fn fs_predictor_word(
         }
         copy_out(vocab.word(id), buf, len)
     })
+}
+
+/// Copies the language model's context vector after the text read (`d` floats, what
+/// [`fs_predictor_topk_batch`] takes as a row) into `out`, at most `len` of them. Returns `d`,
+/// or a negative status.
+///
+/// # Safety
+/// `p` is NULL or a live handle; `out` NULL or room for `len` floats.
+#[no_mangle]
+pub unsafe extern "C" fn fs_predictor_context(
+    p: *const FsPredictor,
+    out: *mut f32,
+    len: usize,
+) -> i32 {
+    guard(|| {
+        let p = p.as_ref().ok_or_else(|| null("p"))?;
+        let h = p.next.context().h;
+        if !out.is_null() {
+            let n = h.len().min(len);
+            std::ptr::copy_nonoverlapping(h.as_ptr(), out, n);
+        }
+        Ok(h.len() as i32)
+    })
+}
+
+/// The `k` likeliest words for each of `n` context vectors (`contexts`: `n × d` floats, row
+/// after row; `d` the model's width, [`fs_predictor_context`]): row `i`'s ids into
+/// `ids[i·k ..]` and its scores into `scores[i·k ..]` (NULL: not wanted), best first. For the
+/// heads that score context vectors (every softmax head), not the ones that read the previous
+/// words. Returns `n · k`, or a negative status.
+///
+/// # Safety
+/// `p` is NULL or a live handle; `contexts` NULL or `n · d` floats; `ids` NULL or room for
+/// `n · k` values, `scores` likewise.
+#[no_mangle]
+pub unsafe extern "C" fn fs_predictor_topk_batch(
+    p: *mut FsPredictor,
+    contexts: *const f32,
+    n: usize,
+    d: usize,
+    k: usize,
+    ids: *mut u32,
+    scores: *mut f32,
+) -> i32 {
+    guard(|| {
+        let p = p.as_mut().ok_or_else(|| null("p"))?;
+        if contexts.is_null() {
+            return Err(null("contexts"));
+        }
+        if ids.is_null() {
+            return Err(null("ids"));
+        }
+        let width = p.next.context().h.len();
+        if d != width {
+            return Err(Failure(
+                FsStatus::FsErrorArgument,
+                format!("d = {d}, but this model's context vectors have {width} numbers"),
+            ));
+        }
+        let total = n.checked_mul(k).filter(|&t| t <= i32::MAX as usize);
+        let total = total.ok_or_else(|| {
+            Failure(
+                FsStatus::FsErrorArgument,
+                format!("n · k = {n} · {k} is too large: ask in smaller batches"),
+            )
+        })?;
+        let hs = std::slice::from_raw_parts(contexts, n * d);
+        p.batch.resize_with(n, || TopK::new(1));
+        p.next
+            .top_k_batch(hs, k, &mut p.batch[..n])
+            .map_err(failure)?;
+        for (i, top) in p.batch[..n].iter().enumerate() {
+            write_top(top.as_slice(), ids.add(i * k), scores_at(scores, i * k));
+        }
+        Ok(total as i32)
+    })
+}
+
+/// Writes `best`'s ids to `ids` and, unless it is NULL, its scores to `scores`.
+///
+/// # Safety
+/// `ids` has room for `best.len()` values; `scores` is NULL or likewise.
+unsafe fn write_top(best: &[Scored], ids: *mut u32, scores: *mut f32) {
+    for (j, s) in best.iter().enumerate() {
+        *ids.add(j) = s.id;
+        if !scores.is_null() {
+            *scores.add(j) = s.logit;
+        }
+    }
+}
+
+/// `scores + at`, or NULL when `scores` is (scores not wanted).
+unsafe fn scores_at(scores: *mut f32, at: usize) -> *mut f32 {
+    match scores.is_null() {
+        true => scores,
+        false => scores.add(at),
+    }
 }

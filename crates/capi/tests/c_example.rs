@@ -125,6 +125,8 @@ fn the_c_examples_do_what_rust_does_and_leak_nothing() {
     };
     let translate = build(&lib, "translate", dir.path()).unwrap();
     let convert = build(&lib, "convert", dir.path()).unwrap();
+    // The overhead measurement's C path (experiments/bindings_overhead.sh runs it): it builds.
+    build(&lib, "overhead", dir.path()).unwrap();
     let valgrind = Command::new("valgrind").arg("--version").output().is_ok();
     if !valgrind {
         eprintln!("valgrind is not installed: the memory checks are skipped");

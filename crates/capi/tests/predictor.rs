@@ -104,3 +104,104 @@ fn bad_arguments_get_a_status_and_a_message() {
         assert_eq!(fs_predictor_reset(std::ptr::null_mut()), -1);
     }
 }
+
+#[test]
+fn a_batch_of_contexts_is_each_contexts_topk() {
+    let dir = c(model_dir().to_str().unwrap());
+    let p = unsafe { fs_predictor_open(dir.as_ptr(), c("full").as_ptr()) };
+    assert!(!p.is_null(), "{}", last_error());
+    let d = unsafe { fs_predictor_context(p, std::ptr::null_mut(), 0) } as usize;
+    assert!(d > 0);
+    // The contexts after each word, and each one's top 3 as the fed predictor gives it.
+    let (mut hs, mut expected) = (Vec::new(), Vec::new());
+    for w in ["the", "company", "said"] {
+        unsafe { fs_predictor_feed(p, c(w).as_ptr()) };
+        let mut h = vec![0f32; d];
+        assert_eq!(
+            unsafe { fs_predictor_context(p, h.as_mut_ptr(), d) },
+            d as i32
+        );
+        hs.extend(h);
+        let mut ids = [0u32; 3];
+        unsafe { fs_predictor_topk(p, 3, ids.as_mut_ptr(), std::ptr::null_mut()) };
+        expected.extend(ids);
+    }
+    let (mut ids, mut scores) = (vec![0u32; 9], vec![0f32; 9]);
+    let n = unsafe {
+        fs_predictor_topk_batch(
+            p,
+            hs.as_ptr(),
+            3,
+            d,
+            3,
+            ids.as_mut_ptr(),
+            scores.as_mut_ptr(),
+        )
+    };
+    assert_eq!(n, 9, "{}", last_error());
+    assert_eq!(ids, expected);
+    assert!(scores[0] >= scores[1] && scores[1] >= scores[2]);
+    // A width that is not the model's, NULL contexts, NaN: errors that say so.
+    let r = unsafe {
+        fs_predictor_topk_batch(
+            p,
+            hs.as_ptr(),
+            1,
+            d - 1,
+            3,
+            ids.as_mut_ptr(),
+            std::ptr::null_mut(),
+        )
+    };
+    assert_eq!(r, FsStatus::FsErrorArgument as i32);
+    assert!(
+        last_error().contains(&format!("have {d} numbers")),
+        "{}",
+        last_error()
+    );
+    let r = unsafe {
+        fs_predictor_topk_batch(
+            p,
+            std::ptr::null(),
+            1,
+            d,
+            3,
+            ids.as_mut_ptr(),
+            std::ptr::null_mut(),
+        )
+    };
+    assert_eq!(
+        (r, last_error()),
+        (FsStatus::FsErrorNull as i32, "contexts is NULL".to_string())
+    );
+    hs[5] = f32::NAN;
+    let r = unsafe {
+        fs_predictor_topk_batch(
+            p,
+            hs.as_ptr(),
+            1,
+            d,
+            3,
+            ids.as_mut_ptr(),
+            std::ptr::null_mut(),
+        )
+    };
+    assert_eq!(r, FsStatus::FsErrorArgument as i32);
+    // A head that reads the previous words has no use for context vectors.
+    let candidates = unsafe { fs_predictor_open(dir.as_ptr(), c("candidates").as_ptr()) };
+    let r = unsafe {
+        fs_predictor_topk_batch(
+            candidates,
+            hs.as_ptr(),
+            1,
+            d,
+            3,
+            ids.as_mut_ptr(),
+            std::ptr::null_mut(),
+        )
+    };
+    assert_eq!(r, FsStatus::FsErrorArgument as i32);
+    assert!(last_error().contains("previous words"), "{}", last_error());
+    unsafe { fs_predictor_free(candidates) };
+    unsafe { fs_predictor_free(p) };
+}
