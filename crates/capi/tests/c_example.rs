@@ -1,6 +1,7 @@
-//! The C examples (`examples/c/`: predict, translate, convert), built with `cc` against the
-//! static library and run on the shipped models: what the Rust API gives, and (where valgrind
-//! is installed) no leak and no memory error.
+//! The C examples (`examples/c/`: predict, translate, convert) and the bad-input program
+//! (`tests/c/bad_input.c`), built with `cc` against the static library and run on the shipped
+//! models: what the Rust API gives, every bad call refused with its message, and (where
+//! valgrind is installed) no leak and no memory error.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -36,9 +37,10 @@ fn static_library() -> Result<PathBuf, String> {
     }
 }
 
-/// Builds `examples/c/NAME.c` into `dir`; `None` without a C compiler.
-fn build(lib: &Path, name: &str, dir: &Path) -> Option<PathBuf> {
+/// Builds `SOURCE.c` (under the crate) into `dir`; `None` without a C compiler.
+fn build(lib: &Path, source: &str, dir: &Path) -> Option<PathBuf> {
     let crate_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let name = Path::new(source).file_name().unwrap();
     let out = dir.join(name);
     let status = Command::new("cc")
         .arg("-Wall")
@@ -46,14 +48,14 @@ fn build(lib: &Path, name: &str, dir: &Path) -> Option<PathBuf> {
         .arg("-Werror")
         .arg("-o")
         .arg(&out)
-        .arg(crate_dir.join(format!("examples/c/{name}.c")))
+        .arg(crate_dir.join(format!("{source}.c")))
         .arg("-I")
         .arg(crate_dir.join("include"))
         .arg(lib)
         .args(["-lm", "-lpthread", "-ldl"])
         .status()
         .ok()?;
-    assert!(status.success(), "cc failed on examples/c/{name}.c");
+    assert!(status.success(), "cc failed on {source}.c");
     Some(out)
 }
 
@@ -119,14 +121,14 @@ fn the_c_examples_do_what_rust_does_and_leak_nothing() {
         }
     };
     let dir = tempfile::tempdir().unwrap();
-    let Some(predict) = build(&lib, "predict", dir.path()) else {
+    let Some(predict) = build(&lib, "examples/c/predict", dir.path()) else {
         eprintln!("no C compiler (cc): the C examples are skipped");
         return;
     };
-    let translate = build(&lib, "translate", dir.path()).unwrap();
-    let convert = build(&lib, "convert", dir.path()).unwrap();
+    let translate = build(&lib, "examples/c/translate", dir.path()).unwrap();
+    let convert = build(&lib, "examples/c/convert", dir.path()).unwrap();
     // The overhead measurement's C path (experiments/bindings_overhead.sh runs it): it builds.
-    build(&lib, "overhead", dir.path()).unwrap();
+    build(&lib, "examples/c/overhead", dir.path()).unwrap();
     let valgrind = Command::new("valgrind").arg("--version").output().is_ok();
     if !valgrind {
         eprintln!("valgrind is not installed: the memory checks are skipped");
@@ -213,6 +215,20 @@ fn the_c_examples_do_what_rust_does_and_leak_nothing() {
         got.lines().filter(|l| l.starts_with('*')).count() == 1,
         "{got}"
     );
+
+    // Bad input from C (tests/c/bad_input.c): every bad call refused with its message.
+    let bad_input = build(&lib, "tests/c/bad_input", dir.path()).unwrap();
+    let out = run(
+        &bad_input,
+        &[
+            model.to_str().unwrap(),
+            bible.to_str().unwrap(),
+            ime.to_str().unwrap(),
+        ],
+        "",
+        valgrind,
+    );
+    assert!(out.contains("every bad call was refused"), "{out}");
 
     // A missing model: exit status 1 and the folder named.
     let missing = "/no/such/model";
