@@ -18,7 +18,8 @@ _Path = Union[str, PathLike]
 class Predictor:
     """A language model, one of its heads, and the text read so far (from a sentence start).
 
-    One thread at a time changes its text; open one per thread to predict in parallel.
+    Threads: topk_batch and contexts run in parallel (the GIL released); the calls on the
+    text fed (feed, topk, reset) one at a time.
     """
 
     def __init__(self, model_dir: _Path, head: str = "full") -> None:

@@ -320,3 +320,25 @@ pub unsafe extern "C" fn fs_ime_save(ime: *mut FsIme) -> i32 {
         Ok(0)
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A value from C names the variant of that discriminant.
+    #[test]
+    fn the_tables_are_in_discriminant_order() {
+        for (i, key) in KEYS.iter().enumerate() {
+            assert_eq!(*key as usize, i);
+        }
+        for (i, what) in TEXTS.iter().enumerate() {
+            assert_eq!(*what as usize, i);
+        }
+        assert_eq!(
+            KEYS.last(),
+            Some(&FsKey::FsKeyTab),
+            "a key added to FsKey goes in KEYS"
+        );
+        assert_eq!(TEXTS.last(), Some(&FsImeText::FsImeSuggestion));
+    }
+}

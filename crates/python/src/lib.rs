@@ -5,7 +5,7 @@
 
 use std::borrow::Cow;
 use std::path::PathBuf;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use fastsoftmax_ime::{Key, OwnedSession, UserData};
 use fastsoftmax_infer::{Error, NextWords, TopK};
@@ -26,9 +26,20 @@ fn py_err(e: Error) -> PyErr {
 
 /// The value behind a mutex; a panic that poisoned it left it unusable.
 fn locked<T>(m: &Mutex<T>) -> PyResult<MutexGuard<'_, T>> {
-    m.lock().map_err(|_| {
-        PyRuntimeError::new_err("an earlier call failed inside the engine: open a new one")
-    })
+    m.lock().map_err(|_| poisoned())
+}
+
+/// The predictor to read (many threads at once) or to change (one).
+fn reading<T>(l: &RwLock<T>) -> PyResult<RwLockReadGuard<'_, T>> {
+    l.read().map_err(|_| poisoned())
+}
+
+fn writing<T>(l: &RwLock<T>) -> PyResult<RwLockWriteGuard<'_, T>> {
+    l.write().map_err(|_| poisoned())
+}
+
+fn poisoned() -> PyErr {
+    PyRuntimeError::new_err("an earlier call failed inside the engine: open a new one")
 }
 
 /// `a` as a contiguous row-major slice (copied only when it is not one already).
@@ -51,10 +62,11 @@ struct PredictorState {
 ///
 /// `Predictor(model_dir, head="full")`: `full` is the exact softmax; a trained head is
 /// `model_dir/heads/NAME` (`l2s`, `ds`, `candidates`, …); built-in ones are named by
-/// `fastsoftmax predict --head nope`.
+/// `fastsoftmax predict --head nope`. Threads: `topk_batch` and `contexts` run in parallel;
+/// the calls on the text fed (`feed`, `topk`, `reset`) one at a time.
 #[pyclass(frozen, module = "fastsoftmax")]
 struct Predictor {
-    state: Mutex<PredictorState>,
+    state: RwLock<PredictorState>,
     vocab: Vec<String>,
     width: usize,
 }
@@ -73,7 +85,7 @@ impl Predictor {
             .collect();
         let width = next.context().h.len();
         Ok(Predictor {
-            state: Mutex::new(PredictorState {
+            state: RwLock::new(PredictorState {
                 next,
                 top: TopK::new(1),
             }),
@@ -106,14 +118,14 @@ impl Predictor {
 
     /// Starts a new sentence (forgets the words fed).
     fn reset(&self, py: Python<'_>) -> PyResult<()> {
-        py.detach(|| locked(&self.state)?.next.reset().map_err(py_err))
+        py.detach(|| writing(&self.state)?.next.reset().map_err(py_err))
     }
 
     /// Reads `words` (separated by spaces, PTB style for the PTB models) after the text fed
     /// before; returns the words outside the vocabulary (read as `<unk>`).
     fn feed(&self, py: Python<'_>, words: &str) -> PyResult<Vec<String>> {
         py.detach(|| {
-            let mut s = locked(&self.state)?;
+            let mut s = writing(&self.state)?;
             let unknown = s.next.feed(words).map_err(py_err)?;
             Ok(unknown.into_iter().map(str::to_string).collect())
         })
@@ -123,7 +135,7 @@ impl Predictor {
     /// `float32[k]` (the head's logits), best first.
     fn topk<'py>(&self, py: Python<'py>, k: usize) -> PyResult<TopKArrays<'py, Ix1>> {
         let (ids, scores) = py.detach(|| {
-            let s = &mut *locked(&self.state)?;
+            let s = &mut *writing(&self.state)?;
             s.next.top_k_into(k, &mut s.top).map_err(py_err)?;
             let best = s.top.as_slice();
             Ok::<_, PyErr>((
@@ -172,7 +184,7 @@ impl Predictor {
         }
         let hs = rows(&contexts);
         let (ids, scores) = py.detach(|| {
-            let s = locked(&self.state)?;
+            let s = reading(&self.state)?;
             let mut out = vec![TopK::new(k.max(1)); n];
             s.next.top_k_batch(&hs, k, &mut out).map_err(py_err)?;
             let mut ids = Vec::with_capacity(n * k);
@@ -192,7 +204,7 @@ impl Predictor {
     /// The context vectors after each word of `words` read from a sentence start:
     /// `float32[n, d]` (what `topk_batch` takes). The text fed is left as it is.
     fn contexts<'py>(&self, py: Python<'py>, words: &str) -> PyResult<Bound<'py, PyArray2<f32>>> {
-        let hs = py.detach(|| locked(&self.state)?.next.contexts(words).map_err(py_err))?;
+        let hs = py.detach(|| reading(&self.state)?.next.contexts(words).map_err(py_err))?;
         let n = hs.len() / self.width.max(1);
         Ok(Array2::from_shape_vec((n, self.width), hs)
             .expect("n rows of d")
@@ -201,7 +213,7 @@ impl Predictor {
 
     /// The ids of `words` (`<unk>`'s for a word outside the vocabulary).
     fn encode<'py>(&self, py: Python<'py>, words: &str) -> PyResult<Bound<'py, PyArray1<u32>>> {
-        let ids = locked(&self.state)?.next.lm().encode_words(words);
+        let ids = reading(&self.state)?.next.lm().encode_words(words);
         Ok(Array1::from_vec(ids).into_pyarray(py))
     }
 }

@@ -203,3 +203,13 @@ def test_many_threads_share_a_translator(translator):
     with ThreadPoolExecutor(4) as pool:
         results = list(pool.map(lambda line: translator.translate([line])[0], JOHN * 2))
     assert results == translator.translate(JOHN * 2)
+
+
+def test_many_threads_share_a_predictors_batches(predictor):
+    from concurrent.futures import ThreadPoolExecutor
+
+    h = predictor.contexts("the company said it will sell its shares to the public")
+    expected = predictor.topk_batch(h, 5)[0]
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(lambda i: predictor.topk_batch(h[i : i + 1], 5)[0][0], range(len(h))))
+    assert (np.stack(results) == expected).all()
