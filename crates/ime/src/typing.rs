@@ -30,9 +30,10 @@ pub struct OwnedSession {
 
 // SAFETY: the session's LM states are reference-counted (`Rc`) and cache their normalisers in
 // `RefCell`s, so the compiler does not call the session `Send`. Every clone of those states
-// lives inside this value (in the session, its decoder and its scorer, all owned here; none is
-// handed out: `session` lends them only for the duration of a call), so moving the whole value
-// to another thread moves every count and cell with it. It is not `Sync`: one thread at a time.
+// lives inside this value (in the session, its decoder and its scorer, all owned here), and
+// none can leave it: `with` lends the session to a closure that is `Send` and returns a `Send`
+// value, so neither can carry an `Rc` out. Moving the whole value to another thread therefore
+// moves every count and cell with it. It is not `Sync`: one thread at a time.
 unsafe impl Send for OwnedSession {}
 
 impl OwnedSession {
@@ -99,8 +100,12 @@ impl OwnedSession {
     }
 
     /// Runs `f` on the session (call [`Self::press`] or [`Self::clear`] after a change that the
-    /// view should show).
-    pub fn with<R>(&mut self, f: impl FnOnce(&mut Session<'_, ConverterScorer<'_>>) -> R) -> R {
+    /// view should show). `Send` on both sides keeps the session's states inside (see the
+    /// SAFETY note on `Send`).
+    pub fn with<R: Send>(
+        &mut self,
+        f: impl FnOnce(&mut Session<'_, ConverterScorer<'_>>) -> R + Send,
+    ) -> R {
         self.cell.with_dependent_mut(|_, s| f(s))
     }
 
