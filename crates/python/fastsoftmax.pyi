@@ -6,15 +6,17 @@ released while an engine computes. Errors: `OSError` for a file that cannot be r
 """
 
 from os import PathLike
-from typing import List, Optional, Tuple, Union
+from typing import List, Optional, Tuple, Union, final
 
 import numpy as np
 import numpy.typing as npt
 
+__all__ = ["Predictor", "Translator", "Translation", "ImeSession", "__version__"]
 __version__: str
 
 _Path = Union[str, PathLike]
 
+@final
 class Predictor:
     """A language model, one of its heads, and the text read so far (from a sentence start).
 
@@ -22,7 +24,7 @@ class Predictor:
     text fed (feed, topk, reset) one at a time.
     """
 
-    def __init__(self, model_dir: _Path, head: str = "full") -> None:
+    def __new__(cls, model_dir: _Path, head: str = "full") -> "Predictor":
         """`head`: `full` (the exact softmax), a trained head in `model_dir/heads/NAME`
         (`l2s`, `ds`, `candidates`, ...) or a built-in one (`full-int8-m64`, ...)."""
     @property
@@ -48,6 +50,7 @@ class Predictor:
     def contexts(self, words: str) -> npt.NDArray[np.float32]:
         """Context vectors float32[n, d] after each word, read from a sentence start."""
 
+@final
 class Translation:
     """One translation of a line."""
 
@@ -57,17 +60,18 @@ class Translation:
     """log_prob / len**alpha, what the beam ranks by."""
     log_prob: float
 
+@final
 class Translator:
     """A translator served as `fastsoftmax translate` serves it; many threads may share one."""
 
-    def __init__(
-        self,
+    def __new__(
+        cls,
         model_dir: _Path,
         vmap: Optional[_Path] = None,
         no_vmap: bool = False,
         batch_scope: bool = False,
         head: Optional[str] = None,
-    ) -> None: ...
+    ) -> "Translator": ...
     def translate(
         self,
         lines: List[str],
@@ -88,6 +92,7 @@ class Translator:
     ) -> List[List[Translation]]:
         """The n_best best translations of each line, best first."""
 
+@final
 class ImeSession:
     """The Japanese input method on the shipped converter, one key at a time (Mozc's keys).
 
@@ -95,7 +100,7 @@ class ImeSession:
     right, up, down, shift+left, shift+right, pageup, pagedown, f1-f12.
     """
 
-    def __init__(self, model_dir: _Path, user_dir: Optional[_Path] = None) -> None:
+    def __new__(cls, model_dir: _Path, user_dir: Optional[_Path] = None) -> "ImeSession":
         """With `user_dir`, the user's history and dictionary there are used; `save()`
         writes what was learned back."""
     def press(self, key: str) -> bool:
