@@ -195,7 +195,7 @@ impl Predictor {
             }
             Ok::<_, PyErr>((ids, scores))
         })?;
-        let shape = (n, ids.len() / n.max(1));
+        let shape = (n, k); // k ≤ the vocabulary (checked), so every row has k
         let ids = Array2::from_shape_vec(shape, ids).expect("n rows of k");
         let scores = Array2::from_shape_vec(shape, scores).expect("n rows of k");
         Ok((ids.into_pyarray(py), scores.into_pyarray(py)))

@@ -213,3 +213,8 @@ def test_many_threads_share_a_predictors_batches(predictor):
     with ThreadPoolExecutor(4) as pool:
         results = list(pool.map(lambda i: predictor.topk_batch(h[i : i + 1], 5)[0][0], range(len(h))))
     assert (np.stack(results) == expected).all()
+
+
+def test_an_empty_batch_is_empty(predictor):
+    ids, scores = predictor.topk_batch(np.zeros((0, predictor.context_width), np.float32), 5)
+    assert ids.shape == (0, 5) and scores.shape == (0, 5)
