@@ -332,7 +332,7 @@ int32_t fs_ime_save(struct FsIme *ime);
 /*
  Opens the language model in folder `dir` with head `head` (`full`, a trained head in
  `dir/heads/NAME` such as `l2s` or `candidates`, or a built-in one such as `full-int8-m64`),
- at a sentence start. NULL on failure (see [`fs_last_error`]). Free with
+ at a sentence start. NULL on failure (see `fs_last_error()`). Free with
  [`fs_predictor_free`].
 
  # Safety

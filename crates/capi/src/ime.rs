@@ -1,6 +1,6 @@
 //! The Japanese input method: the shipped converter and one typing session
 //! ([`OwnedSession`]), driven one key at a time with Mozc's bindings as the IBus engine drives it.
-//! After each call the handle holds what a front end draws ([`View`]) and the text the key
+//! After each call the handle holds what a front end draws (`fastsoftmax_ime::View`) and the text the key
 //! committed; `fs_ime_state` and `fs_ime_text` read them.
 
 use std::ffi::c_char;

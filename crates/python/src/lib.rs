@@ -1,5 +1,5 @@
-//! The engines from Python (`import fastsoftmax`): [`Predictor`], [`Translator`] and
-//! [`ImeSession`], each what the CLI runs (`predict`, `translate`, `ime`), with numpy arrays in
+//! The engines from Python (`import fastsoftmax`): `Predictor`, `Translator` and
+//! `ImeSession`, each what the CLI runs (`predict`, `translate`, `ime`), with numpy arrays in
 //! and out where a batch is natural, and the GIL released while the engine computes. Type
 //! stubs: `fastsoftmax.pyi`.
 
