@@ -77,7 +77,6 @@ pub struct FsImeState {
 /// Threads: one at a time; it may move between threads.
 pub struct FsIme {
     typing: OwnedSession,
-    user: Option<UserData>,
 }
 
 /// The claim [`FsIme`]'s documentation makes: it may move between threads.
@@ -142,8 +141,8 @@ pub unsafe extern "C" fn fs_ime_open(dir: *const c_char, user_dir: *const c_char
             false => Some(UserData::new(text(user_dir, "user_dir")?)),
         };
         // A history cut short by a crash loads as far as it goes: nothing to report.
-        let (typing, _warnings) = OwnedSession::open(&dir, user.as_ref()).map_err(failure)?;
-        Ok(Box::new(FsIme { typing, user }))
+        let (typing, _warnings) = OwnedSession::open(&dir, user).map_err(failure)?;
+        Ok(Box::new(FsIme { typing }))
     })
 }
 
@@ -307,16 +306,7 @@ pub unsafe extern "C" fn fs_ime_text(
 pub unsafe extern "C" fn fs_ime_save(ime: *mut FsIme) -> i32 {
     guard(|| {
         let ime = ime.as_mut().ok_or_else(|| null("ime"))?;
-        let Some(user) = ime.user.clone() else {
-            return Err(Failure(
-                FsStatus::FsErrorArgument,
-                "this input method was opened without a user folder: pass one to fs_ime_open"
-                    .into(),
-            ));
-        };
-        ime.typing
-            .with(|s| user.save_history(s.history()))
-            .map_err(failure)?;
+        ime.typing.save().map_err(failure)?;
         Ok(0)
     })
 }

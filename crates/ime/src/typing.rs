@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use fastsoftmax_infer::Result;
+use fastsoftmax_infer::{Error, Result};
 
 use crate::converter::ConverterScorer;
 use crate::session::PAGE;
@@ -20,12 +20,13 @@ self_cell::self_cell!(
     }
 );
 
-/// A converter and a session on it, offering a page ([`PAGE`]) of candidates, and what the
-/// last call left to draw and commit.
+/// A converter and a session on it, offering a page ([`PAGE`]) of candidates, what the last
+/// call left to draw and commit, and the user's folder if one was given.
 pub struct OwnedSession {
     cell: Cell,
     view: View,
     committed: String,
+    user: Option<UserData>,
 }
 
 // SAFETY: the session's LM states are reference-counted (`Rc`) and cache their normalisers in
@@ -38,14 +39,15 @@ unsafe impl Send for OwnedSession {}
 
 impl OwnedSession {
     /// Opens the converter in `dir` (see [`Converter::open`]) and a session on it, with the
-    /// user's history and dictionary from `user` when given. Returns the warnings to show (a
-    /// history cut short by a crash loads as far as it goes).
-    pub fn open(dir: &Path, user: Option<&UserData>) -> Result<(OwnedSession, Vec<String>)> {
+    /// user's history and dictionary from `user` when given ([`Self::save`] writes back to
+    /// it). Returns the warnings to show (a history cut short by a crash loads as far as it
+    /// goes).
+    pub fn open(dir: &Path, user: Option<UserData>) -> Result<(OwnedSession, Vec<String>)> {
         let converter = Converter::open(dir)?;
         let mut warnings = Vec::new();
         let cell = Cell::try_new(converter, |c| {
             let mut session = c.session(PAGE)?;
-            if let Some(user) = user {
+            if let Some(user) = &user {
                 warnings = user.load_into(&mut session)?;
             }
             Ok::<_, fastsoftmax_infer::Error>(session)
@@ -54,6 +56,7 @@ impl OwnedSession {
             cell,
             view: View::default(),
             committed: String::new(),
+            user,
         };
         Ok((owned, warnings))
     }
@@ -87,6 +90,18 @@ impl OwnedSession {
         self.committed = reply.committed.unwrap_or_default();
         self.view = view;
         reply.consumed
+    }
+
+    /// Writes what the session learned (the history) to the user's folder, atomically.
+    pub fn save(&mut self) -> Result<()> {
+        let Some(user) = &self.user else {
+            return Err(Error::Invalid(
+                "the input method was opened without a user folder: give one when opening it"
+                    .into(),
+            ));
+        };
+        self.cell
+            .with_dependent_mut(|_, s| user.save_history(s.history()))
     }
 
     /// What a front end draws after the last call.

@@ -354,11 +354,6 @@ impl Translator {
     }
 }
 
-struct Typing {
-    session: OwnedSession,
-    user: Option<UserData>,
-}
-
 /// The key `name` names: one character, or `space`, `enter`, `backspace`, `escape`, `tab`,
 /// `left`, `right`, `up`, `down`, `shift+left`, `shift+right`, `pageup`, `pagedown`, `f1`–`f12`.
 fn key_named(name: &str) -> PyResult<Key> {
@@ -402,7 +397,7 @@ fn key_named(name: &str) -> PyResult<Key> {
 /// there are used, and `save()` writes what was learned back.
 #[pyclass(frozen, module = "fastsoftmax")]
 struct ImeSession {
-    typing: Mutex<Typing>,
+    typing: Mutex<OwnedSession>,
 }
 
 #[pymethods]
@@ -412,10 +407,10 @@ impl ImeSession {
     fn new(py: Python<'_>, model_dir: PathBuf, user_dir: Option<PathBuf>) -> PyResult<Self> {
         let user = user_dir.map(UserData::new);
         let (session, _warnings) = py
-            .detach(|| OwnedSession::open(&model_dir, user.as_ref()))
+            .detach(|| OwnedSession::open(&model_dir, user))
             .map_err(py_err)?;
         Ok(ImeSession {
-            typing: Mutex::new(Typing { session, user }),
+            typing: Mutex::new(session),
         })
     }
 
@@ -423,7 +418,7 @@ impl ImeSession {
     /// (False: the application should have it, as a Space with nothing typed).
     fn press(&self, py: Python<'_>, key: &str) -> PyResult<bool> {
         let key = key_named(key)?;
-        py.detach(|| Ok(locked(&self.typing)?.session.press(key)))
+        py.detach(|| Ok(locked(&self.typing)?.press(key)))
     }
 
     /// Presses each character of `text` (romaji, digits, symbols); returns what they committed.
@@ -432,8 +427,8 @@ impl ImeSession {
             let mut t = locked(&self.typing)?;
             let mut committed = String::new();
             for c in text.chars() {
-                t.session.press(Key::Char(c));
-                committed += t.session.committed();
+                t.press(Key::Char(c));
+                committed += t.committed();
             }
             Ok(committed)
         })
@@ -441,30 +436,20 @@ impl ImeSession {
 
     /// Commits what is shown (converted or not), as a field losing focus should; returns it.
     fn commit(&self, py: Python<'_>) -> PyResult<String> {
-        py.detach(|| Ok(locked(&self.typing)?.session.commit().to_string()))
+        py.detach(|| Ok(locked(&self.typing)?.commit().to_string()))
     }
 
     /// Drops what is typed, committing nothing.
     fn clear(&self, py: Python<'_>) -> PyResult<()> {
         py.detach(|| {
-            locked(&self.typing)?.session.clear();
+            locked(&self.typing)?.clear();
             Ok(())
         })
     }
 
     /// Writes what was learned to the user folder, atomically.
     fn save(&self, py: Python<'_>) -> PyResult<()> {
-        py.detach(|| {
-            let mut t = locked(&self.typing)?;
-            let Some(user) = t.user.clone() else {
-                return Err(PyValueError::new_err(
-                    "this session was opened without a user folder: pass user_dir",
-                ));
-            };
-            t.session
-                .with(|s| user.save_history(s.history()))
-                .map_err(py_err)
-        })
+        py.detach(|| locked(&self.typing)?.save().map_err(py_err))
     }
 
     /// The `n` best conversions of a whole reading (hiragana), as `fastsoftmax ime convert`
@@ -473,7 +458,7 @@ impl ImeSession {
     fn convert(&self, py: Python<'_>, kana: &str, n: usize) -> PyResult<Vec<String>> {
         py.detach(|| {
             let t = locked(&self.typing)?;
-            let found = t.session.converter().convert(kana, n).map_err(py_err)?;
+            let found = t.converter().convert(kana, n).map_err(py_err)?;
             Ok(found.into_iter().map(|c| c.text).collect())
         })
     }
@@ -481,43 +466,43 @@ impl ImeSession {
     /// What the last key (or commit) committed ("" when nothing).
     #[getter]
     fn committed(&self) -> PyResult<String> {
-        Ok(locked(&self.typing)?.session.committed().to_string())
+        Ok(locked(&self.typing)?.committed().to_string())
     }
 
     /// The preedit (the segments joined).
     #[getter]
     fn preedit(&self) -> PyResult<String> {
-        Ok(locked(&self.typing)?.session.view().segments.concat())
+        Ok(locked(&self.typing)?.view().segments.concat())
     }
 
     /// The preedit's segments (one while composing).
     #[getter]
     fn segments(&self) -> PyResult<Vec<String>> {
-        Ok(locked(&self.typing)?.session.view().segments.clone())
+        Ok(locked(&self.typing)?.view().segments.clone())
     }
 
     /// The focused segment while converting.
     #[getter]
     fn focus(&self) -> PyResult<Option<usize>> {
-        Ok(locked(&self.typing)?.session.view().focus)
+        Ok(locked(&self.typing)?.view().focus)
     }
 
     /// The candidate window's page (empty: closed).
     #[getter]
     fn candidates(&self) -> PyResult<Vec<String>> {
-        Ok(locked(&self.typing)?.session.view().candidates.clone())
+        Ok(locked(&self.typing)?.view().candidates.clone())
     }
 
     /// The highlighted candidate of the page.
     #[getter]
     fn highlighted(&self) -> PyResult<Option<usize>> {
-        Ok(locked(&self.typing)?.session.view().highlighted)
+        Ok(locked(&self.typing)?.view().highlighted)
     }
 
     /// The suggestions while composing (Tab takes the first).
     #[getter]
     fn suggestions(&self) -> PyResult<Vec<String>> {
-        Ok(locked(&self.typing)?.session.view().suggestions.clone())
+        Ok(locked(&self.typing)?.view().suggestions.clone())
     }
 }
 

@@ -19,7 +19,6 @@ use serde::{Deserialize, Serialize};
 
 use crate::beam::{SearchOptions, Translation};
 use crate::engine::Profile;
-use crate::serve::Engine;
 use crate::transformer::TransformerTranslator;
 use crate::{ServeOptions, Served, Translator};
 
@@ -90,23 +89,13 @@ impl TranslateLines for Served {
         lines: &[&str],
         opts: &SearchOptions,
     ) -> Result<Vec<Vec<Translation>>> {
-        self.translate(lines, opts)
+        self.lines().translate_lines(lines, opts)
     }
     fn src_tokenizer(&self) -> &crate::tokenizer::Tokenizer {
-        self.inner().src_tokenizer()
+        self.lines().src_tokenizer()
     }
     fn languages(&self) -> Option<&crate::artifact::Languages> {
-        self.inner().languages()
-    }
-}
-
-impl Served {
-    /// The engine behind the one call.
-    fn inner(&self) -> &dyn TranslateLines {
-        match &self.engine {
-            Engine::Rnn(e) => e.as_ref(),
-            Engine::Transformer(e) => e.as_ref(),
-        }
+        self.lines().languages()
     }
 }
 

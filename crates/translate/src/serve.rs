@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use fastsoftmax_infer::{Error, Result};
 
 use crate::artifact::VMAP_FILE;
-use crate::distill::is_transformer;
+use crate::distill::{is_transformer, TranslateLines};
 use crate::transformer::TransformerTranslator;
 use crate::{Profile, Screen, SearchOptions, Source, Translation, Translator, VmapScope, VocabMap};
 
@@ -136,7 +136,6 @@ impl Served {
         opts: &SearchOptions,
         profile: &mut Profile,
     ) -> Result<Vec<Vec<Translation>>> {
-        opts.check()?;
         match &self.engine {
             Engine::Rnn(e) => e.search(sources, opts, profile),
             Engine::Transformer(e) => e.search(sources, opts),
@@ -146,11 +145,15 @@ impl Served {
     /// Translates lines of text as one batch: line `i` of the result holds line `i`'s
     /// translations.
     pub fn translate(&self, lines: &[&str], opts: &SearchOptions) -> Result<Vec<Vec<Translation>>> {
-        let sources: Vec<Source> = lines
-            .iter()
-            .map(|l| self.source(l, opts.max_source_tokens))
-            .collect();
-        self.search(&sources, opts, &mut Profile::default())
+        self.lines().translate_lines(lines, opts)
+    }
+
+    /// The engine behind [`TranslateLines`]'s one call.
+    pub(crate) fn lines(&self) -> &dyn TranslateLines {
+        match &self.engine {
+            Engine::Rnn(e) => e.as_ref(),
+            Engine::Transformer(e) => e.as_ref(),
+        }
     }
 
     /// The width of the vectors the output layer scores (the FLOPs of a logit are twice it).
