@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 
 cargo build --release
 B=./target/release/fastsoftmax
-SRC=assets/models/ptb-small-lstm
+SRC=$(bash experiments/f32_model.sh ptb-small-lstm)  # the f32 model the results were measured on
 M=runs/candidates/ptb-small-lstm
 OUT=experiments/results/candidates
 C=experiments/configs

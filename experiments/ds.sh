@@ -17,7 +17,7 @@ cd "$(dirname "$0")/.."
 
 cargo build --release
 B=./target/release/fastsoftmax
-SRC=assets/models/ptb-small-lstm
+SRC=$(bash experiments/f32_model.sh ptb-small-lstm)  # the f32 model the results were measured on
 M=runs/ds/model
 OUT=experiments/results/ds
 mkdir -p "$OUT" "$M"

@@ -14,7 +14,7 @@ cd "$(dirname "$0")/.."
 
 cargo build --release
 B=./target/release/fastsoftmax
-SRC=assets/models/ptb-small-lstm
+SRC=$(bash experiments/f32_model.sh ptb-small-lstm)  # the f32 model the results were measured on
 M=runs/exp-l2s/ptb-small-lstm
 OUT=experiments/results/l2s
 TEST=data/ptb/ptb.test.txt

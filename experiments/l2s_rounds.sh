@@ -27,7 +27,7 @@ copy() {
   for f in "$1"/*; do [ "$(basename "$f")" = heads ] || cp -r "$f" "$2/"; done
 }
 copy "$(bash experiments/bible_f32.sh)" "$RUNS/bible"  # the f32 model the head was trained on
-copy assets/models/ptb-small-lstm "$RUNS/ptb"
+copy "$(bash experiments/f32_model.sh ptb-small-lstm)" "$RUNS/ptb"
 
 # One config per setting: l2s.json with one field changed (s5 is l2s.json itself, the shipped
 # head's config), 300,000 contexts each, as the shipped translator head was trained.

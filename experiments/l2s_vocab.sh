@@ -43,7 +43,7 @@ if [ "$STAGE" != bench ]; then
     m=$RUNS/ptb-v$v
     if [ "$v" = 10000 ]; then
       mkdir -p "$m"
-      cp assets/models/ptb-small-lstm/{manifest.json,model.safetensors,metrics.json} "$m"/
+      cp "$(bash experiments/f32_model.sh ptb-small-lstm)"/{manifest.json,model.safetensors,metrics.json} "$m"/
     elif [ ! -f "$m/metrics.json" ]; then
       jq ".train.max_vocab = $v" experiments/configs/ptb-small-lstm.json > "$RUNS/ptb-v$v.json"
       resume=()

@@ -14,7 +14,7 @@ OUT=experiments/results/nmt-fast
 mkdir -p "$OUT"
 $B data fetch ptb
 # `full` is listed so that its own row (the baseline's µs per query) is saved too.
-$B bench --model assets/models/ptb-small-lstm --text data/ptb/ptb.test.txt \
+$B bench --model "$(bash experiments/f32_model.sh ptb-small-lstm)" --text data/ptb/ptb.test.txt \
   --heads full,full-int8-m10,full-int8-m20,full-int8-m50,l2s,l2s+int8 \
   --max-contexts 20000 --repeats 5 --json > "$OUT/ptb-int8.jsonl" 2> "$OUT/ptb-int8.log"
 python3 - "$OUT/ptb-int8.jsonl" <<'PY'

@@ -256,7 +256,7 @@ fn teacher_translate_distill_and_student() {
         &s("student-int8"),
     ]);
     assert!(ok, "quantize --vmap: {err}");
-    assert!(d.join("student-int8/vocab.map").exists());
+    assert!(d.join("student-int8/vocab.map.gz").exists());
 
     // A distillation of another source is refused by name; so is a missing one.
     std::fs::write(d.join("train.ja"), "別の文。\n".repeat(96)).unwrap();

@@ -26,6 +26,14 @@ fn f32_translator(dir: &Path) -> PathBuf {
     out
 }
 
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for f in std::fs::read_dir(from).unwrap() {
+        let f = f.unwrap().path();
+        std::fs::copy(&f, to.join(f.file_name().unwrap())).unwrap();
+    }
+}
+
 fn size(dir: &Path) -> u64 {
     std::fs::metadata(dir.join("model.safetensors"))
         .unwrap()
@@ -143,11 +151,15 @@ fn int8_artifact_serves_translations_close_to_f32() {
     assert!(!ok, "{err}");
 
     // A format from a newer engine is refused with a version error, not misread.
-    let newer = manifest.replace("\"format_version\": 2", "\"format_version\": 4");
+    let next = fastsoftmax_translate::artifact::FORMAT_VERSION + 1;
+    let newer = manifest.replace(
+        "\"format_version\": 2",
+        &format!("\"format_version\": {next}"),
+    );
     std::fs::write(out.join("manifest.json"), newer).unwrap();
     let e = Translator::load(&out).err().expect("refused").to_string();
     assert!(
-        e.contains("format version 4") && e.contains("update fastsoftmax"),
+        e.contains(&format!("format version {next}")) && e.contains("update fastsoftmax"),
         "{e}"
     );
     // And a v1 manifest cannot claim int8 weights.
@@ -158,19 +170,32 @@ fn int8_artifact_serves_translations_close_to_f32() {
 }
 
 /// A language model's vocabulary rows stored as int8: under half the bytes, the same best word
-/// after a few steps and logits within a small fraction of their spread; its heads stay behind
-/// with a warning that names them (they are bound to the f32 output layer); int16 is refused.
+/// after a few steps and logits within a small fraction of their spread; its heads come along,
+/// bound to the rounded output layer, their word-row tables int8; an int8 model and int16 are
+/// refused.
 #[test]
 fn a_language_model_is_stored_with_int8_rows() {
-    use fastsoftmax_infer::LanguageModel;
-    let lm = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("assets/models/ptb-small-lstm");
+    use fastsoftmax_infer::heads::DsHead;
+    use fastsoftmax_infer::{LanguageModel, LmWeights, SoftmaxHead};
+    let shipped = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("assets/models/ptb-small-lstm");
     let tmp = tempfile::tempdir().unwrap();
+    // The shipped model widened to f32 (the values it serves), with its heads: what `quantize`
+    // takes. The heads read on it, as it has the shipped output layer.
+    let lm = tmp.path().join("f32");
+    LmWeights::load(&shipped).unwrap().save(&lm).unwrap();
+    for head in ["ds", "l2s", "candidates"] {
+        copy_dir(
+            &shipped.join("heads").join(head),
+            &lm.join("heads").join(head),
+        );
+    }
     let out = tmp.path().join("int8");
     let s = |p: &Path| p.to_str().unwrap().to_string();
     let (ok, stdout, err) = cli(&["quantize", "--model", &s(&lm), "--out", &s(&out)]);
     assert!(ok, "{err}");
     assert!(
-        stdout.contains("embedding and output rows int8"),
+        stdout.contains("embedding and output rows int8")
+            && stdout.contains("carried the heads candidates, ds, l2s over"),
         "{stdout}"
     );
     assert!(
@@ -179,10 +204,46 @@ fn a_language_model_is_stored_with_int8_rows() {
         size(&out),
         size(&lm)
     );
+    // Each head records the tables it stores as int8: the word rows, not the small matrices.
+    for (head, tables) in [
+        ("ds", vec!["weights"]),
+        ("candidates", vec!["u"]),
+        ("l2s", vec![]),
+    ] {
+        let m: serde_json::Value = serde_json::from_slice(
+            &std::fs::read(out.join("heads").join(head).join("head.json")).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(
+            m["training"]["int8_rows"],
+            serde_json::json!(tables),
+            "{head}"
+        );
+    }
+    let (ok, stdout, err) = cli(&["verify", "--model", &s(&out)]);
     assert!(
-        err.contains("warning: the heads") && err.contains("l2s") && !out.join("heads").exists(),
-        "{err}"
+        ok && stdout.contains("heads/candidates") && !stdout.contains("FAIL"),
+        "{stdout}{err}"
     );
+    // Each carried head serves the int8 model; the DS head's routes and rows barely move, so
+    // it keeps the f32 one's best word nearly everywhere.
+    let f32_model = LanguageModel::load(&lm).unwrap();
+    let int8_model = LanguageModel::load(&out).unwrap();
+    for head in ["ds", "l2s", "candidates"] {
+        fastsoftmax_infer::heads::load(head, &out, &int8_model).unwrap();
+    }
+    let f32_ds = DsHead::load(&lm.join("heads/ds"), &f32_model).unwrap();
+    let int8_ds = DsHead::load(&out.join("heads/ds"), &int8_model).unwrap();
+    let mut state = int8_model.new_state();
+    let mut same = 0;
+    let words = int8_model
+        .encode_words("the company said it expects to report a loss for the third quarter");
+    for &id in &words {
+        int8_model.step(id, &mut state).unwrap();
+        let top = |h: &DsHead| h.top_k(state.context(), 1).unwrap()[0].id;
+        same += usize::from(top(&f32_ds) == top(&int8_ds));
+    }
+    assert!(same + 1 >= words.len(), "{same} of {}", words.len());
     let (a, b) = (
         LanguageModel::load(&lm).unwrap(),
         LanguageModel::load(&out).unwrap(),
@@ -209,6 +270,17 @@ fn a_language_model_is_stored_with_int8_rows() {
             "logits differ by {worst} (spread {spread})"
         );
     }
+    let (ok, _, err) = cli(&[
+        "quantize",
+        "--model",
+        &s(&out),
+        "--out",
+        &s(&tmp.path().join("y")),
+    ]);
+    assert!(
+        !ok && err.contains("already stores its vocabulary rows as int8"),
+        "{err}"
+    );
     let (ok, _, err) = cli(&[
         "quantize",
         "--model",

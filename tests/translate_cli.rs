@@ -269,20 +269,48 @@ fn train_translate_bleu_and_bad_input() {
         (shipped.clone(), used.is_some()),
         (run("q8", &["--vmap", &unknown]).0, true)
     );
-    assert!(used.unwrap().ends_with("vocab.map"));
+    assert!(used.unwrap().ends_with("vocab.map.gz"));
     assert!(!shipped.contains("die"), "{shipped}");
     assert_eq!(run("q8map", &["--no-vmap"]), run("q8", &[]));
     let (ok, out, err) = cli(&["verify", "--model", &s("q8map")], None);
     assert!(
-        ok && out.contains("vocab.map") && out.contains("verified"),
+        ok && out.contains("vocab.map.gz") && out.contains("verified"),
         "{out}{err}"
     );
-    let mut damaged = std::fs::read(d.join("q8map/vocab.map")).unwrap();
+    // A v3 folder (before maps were compressed) ships its map as plain `vocab.map`: still read,
+    // and served the same.
+    let v3 = d.join("q8map-v3");
+    std::fs::create_dir_all(&v3).unwrap();
+    for f in std::fs::read_dir(d.join("q8map")).unwrap() {
+        let f = f.unwrap().path();
+        if f.is_file() {
+            std::fs::copy(&f, v3.join(f.file_name().unwrap())).unwrap();
+        }
+    }
+    let w = fastsoftmax_translate::artifact::NmtWeights::load(&d.join("q8map")).unwrap();
+    let text = w.vmap.as_ref().unwrap().to_text();
+    std::fs::remove_file(v3.join("vocab.map.gz")).unwrap();
+    std::fs::write(v3.join("vocab.map"), &text).unwrap();
+    let mut manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(v3.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(manifest["format_version"], 4);
+    manifest["format_version"] = 3.into();
+    let digests = manifest["sha256"].as_object_mut().unwrap();
+    digests.remove("vocab.map.gz").unwrap();
+    digests.insert(
+        "vocab.map".into(),
+        fastsoftmax_infer::files::sha256_hex(text.as_bytes()).into(),
+    );
+    std::fs::write(v3.join("manifest.json"), manifest.to_string()).unwrap();
+    let (v3_out, v3_map) = run("q8map-v3", &[]);
+    assert_eq!(v3_out, shipped);
+    assert!(v3_map.unwrap().ends_with("vocab.map"));
+    let mut damaged = std::fs::read(d.join("q8map/vocab.map.gz")).unwrap();
     damaged.extend_from_slice(b"dog\tHund\n");
-    std::fs::write(d.join("q8map/vocab.map"), damaged).unwrap();
+    std::fs::write(d.join("q8map/vocab.map.gz"), damaged).unwrap();
     let (ok, _, err) = cli(&["translate", "--model", &s("q8map")], sentence);
     assert!(
-        !ok && err.contains("vocab.map") && err.contains("restore it"),
+        !ok && err.contains("vocab.map.gz") && err.contains("restore it"),
         "{err}"
     );
     let (ok, _, err) = quantize("q8fr", Some("french.vmap"));

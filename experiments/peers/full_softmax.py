@@ -30,17 +30,28 @@ import numpy as np  # noqa: E402
 
 
 def read_safetensors(path, names):
+    """The f32 tensors `names`; a matrix stored as int8 rows (I8 `name` and F32 `name.scale`,
+    one scale per row) is widened as the engine widens it on load."""
     with open(path, "rb") as f:
         n = struct.unpack("<Q", f.read(8))[0]
         header = json.loads(f.read(n))
         base = 8 + n
-        out = {}
-        for name in names:
+
+        def read(name, dtype):
             meta = header[name]
-            assert meta["dtype"] == "F32", meta
             start, end = meta["data_offsets"]
             f.seek(base + start)
-            out[name] = np.frombuffer(f.read(end - start), dtype="<f4").reshape(meta["shape"])
+            return np.frombuffer(f.read(end - start), dtype=dtype).reshape(meta["shape"])
+
+        out = {}
+        for name in names:
+            dtype = header[name]["dtype"]
+            assert dtype in ("F32", "I8"), header[name]
+            if dtype == "F32":
+                out[name] = read(name, "<f4")
+            else:
+                scale = read(name + ".scale", "<f4")
+                out[name] = (read(name, "i1").astype(np.float32) * scale[:, None]).astype(np.float32)
         return out
 
 

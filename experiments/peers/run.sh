@@ -11,7 +11,7 @@ cd "$(dirname "$0")/../.."
 
 cargo build --release
 B=./target/release/fastsoftmax
-M=assets/models/ptb-small-lstm
+M=$(bash experiments/f32_model.sh ptb-small-lstm)  # the f32 model the results were measured on
 N=5000
 OUT=experiments/results/peers
 mkdir -p "$OUT" runs/peers

@@ -5,8 +5,11 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
 use clap::{Args, ValueEnum};
-use fastsoftmax_infer::heads::{fingerprint, read_head};
+use fastsoftmax_infer::heads::{
+    fingerprint, read_head, save_head, FullHead, HEAD_MANIFEST, HEAD_TENSORS,
+};
 use fastsoftmax_infer::model::artifact::{self, LmWeights};
+use fastsoftmax_infer::LanguageModel;
 use fastsoftmax_translate::artifact::{NmtWeights, Precision, WEIGHTS_FILE};
 use fastsoftmax_translate::vmap::VocabMap;
 use fastsoftmax_translate::Translator;
@@ -33,7 +36,7 @@ pub struct QuantizeArgs {
     #[arg(long)]
     out: PathBuf,
     /// Ship this vocabulary map (from `build-vmap --model MODEL`) inside the quantized
-    /// translator (`vocab.map`, its digest in the manifest): `translate` and an app loading the
+    /// translator (`vocab.map.gz`, its digest in the manifest): `translate` and an app loading the
     /// folder then decode with it by default. Without it, a map --model ships is carried over.
     #[arg(long)]
     vmap: Option<PathBuf>,
@@ -67,7 +70,22 @@ pub fn run(a: QuantizeArgs) -> anyhow::Result<()> {
         q.vmap = Some(map);
     }
     q.save(&a.out)?;
-    let carried = carry_heads(&a.model, &w, &a.out, &q)?;
+    // The screening heads (l2s, ds: `translate --head`) come along as they are: L2S stores
+    // words, not rows, and DS its own rows. Int16 serves no head.
+    let f32_output = Translator::from_weights(w.clone())?
+        .output_head()
+        .context("the f32 translator has no f32 output layer")?;
+    let carried = match Translator::from_weights(q.clone())?.output_head() {
+        Some(quantized) => carry_heads(
+            &a.model,
+            &f32_output,
+            &a.out,
+            &quantized,
+            |kind| matches!(kind, "l2s" | "ds"),
+            false,
+        )?,
+        None => Vec::new(),
+    };
     record(&a, &format!("{:?}", q.precision()))?;
     if !carried.is_empty() {
         println!("carried the screening heads {} over", carried.join(", "));
@@ -92,16 +110,25 @@ fn record(a: &QuantizeArgs, what: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The `format` a model folder's manifest records, if it has a readable one.
+/// A model folder's manifest, if it has a readable one.
+fn manifest(dir: &Path) -> Option<serde_json::Value> {
+    serde_json::from_slice(&std::fs::read(dir.join("manifest.json")).ok()?).ok()
+}
+
+/// The `format` a model folder's manifest records.
 fn manifest_format(dir: &Path) -> Option<String> {
-    let text = std::fs::read(dir.join("manifest.json")).ok()?;
-    let value: serde_json::Value = serde_json::from_slice(&text).ok()?;
-    Some(value.get("format")?.as_str()?.to_string())
+    Some(manifest(dir)?.get("format")?.as_str()?.to_string())
+}
+
+/// The `format_version` a model folder's manifest records.
+fn manifest_version(dir: &Path) -> Option<u64> {
+    manifest(dir)?.get("format_version")?.as_u64()
 }
 
 /// A language model's embedding and output rows stored as int8 (its recurrent layers and
-/// biases stay f32). Its heads stay behind: each is bound to the f32 output layer it was
-/// trained on, and the rounded rows are another layer.
+/// biases stay f32), with its heads: each head's word-row tables go to int8 rows too, and it is
+/// bound to the rounded output layer (it was trained on the f32 one, so what it serves
+/// changes by the rounding, as the model's own scores do).
 fn quantize_lm(a: &QuantizeArgs) -> anyhow::Result<()> {
     if !matches!(a.to, To::Int8) {
         bail!("a language model is stored as int8 only: int16 serves translators; drop --to");
@@ -109,42 +136,51 @@ fn quantize_lm(a: &QuantizeArgs) -> anyhow::Result<()> {
     if a.vmap.is_some() {
         bail!("--vmap ships a vocabulary map inside a translator, not a language model");
     }
+    if manifest_version(&a.model) >= Some(artifact::INT8_FORMAT_VERSION.into()) {
+        bail!(
+            "{} already stores its vocabulary rows as int8; quantize the f32 model it came from",
+            a.model.display()
+        );
+    }
     let w = LmWeights::load(&a.model)
         .with_context(|| format!("loading the language model in {}", a.model.display()))?;
     w.save_int8(&a.out)?;
+    let f32_model = LanguageModel::from_weights(w)?;
+    let int8_model =
+        LanguageModel::load(&a.out).with_context(|| format!("reading back {}", a.out.display()))?;
+    let carried = carry_heads(
+        &a.model,
+        f32_model.full_head(),
+        &a.out,
+        int8_model.full_head(),
+        |_| true,
+        true,
+    )?;
     record(a, "embedding and output rows int8")?;
-    let heads: Vec<String> = fastsoftmax_infer::heads::trained(&a.model)
-        .into_iter()
-        .map(|(name, _)| name)
-        .collect();
-    if !heads.is_empty() {
-        eprintln!(
-            "warning: the heads {} stay behind: each is bound to the f32 output layer; train them again on {} with `fastsoftmax train-head`",
-            heads.join(", "),
-            a.out.display()
+    if !carried.is_empty() {
+        println!(
+            "carried the heads {} over, their word-row tables as int8",
+            carried.join(", ")
         );
     }
     Ok(())
 }
 
-/// Copies the f32 model's screening heads (l2s, ds: `translate --head`) into the quantized
-/// artifact, each checked against the f32 output layer and then bound to the quantized one
-/// (their manifest's fingerprint is the only change: L2S stores words, not rows, and DS its
-/// own rows). Other heads, and every head for int16 (which serves none), stay behind.
+/// Copies the heads in `model/heads/` whose kind `keep` accepts into `out/heads/`, each checked
+/// against the f32 output layer and then bound to the quantized one; with `rows_int8`, their
+/// word-row tables are stored as int8 rows ([`fastsoftmax_infer::heads::Tensors::store_rows_int8`]). A head that does not
+/// read is named and left behind. Returns the names carried.
 fn carry_heads(
     model: &Path,
-    w: &NmtWeights,
+    f32_output: &FullHead,
     out: &Path,
-    q: &NmtWeights,
+    quantized: &FullHead,
+    keep: impl Fn(&str) -> bool,
+    rows_int8: bool,
 ) -> anyhow::Result<Vec<String>> {
     let Ok(entries) = std::fs::read_dir(model.join("heads")) else {
         return Ok(Vec::new());
     };
-    let f32_output = Translator::from_weights(w.clone())?.output_head();
-    let Some(quantized) = Translator::from_weights(q.clone())?.output_head() else {
-        return Ok(Vec::new());
-    };
-    let f32_output = f32_output.context("the f32 translator has no f32 output layer")?;
     let mut carried = Vec::new();
     for entry in entries {
         let dir = entry?.path();
@@ -153,30 +189,40 @@ fn carry_heads(
             .unwrap_or_default()
             .to_string_lossy()
             .to_string();
-        let Ok((mut m, _)) = read_head(&dir, &f32_output) else {
+        let Ok((mut m, mut tensors)) = read_head(&dir, f32_output) else {
             eprintln!(
                 "warning: {} is not a readable head of this model; not carried over",
                 dir.display()
             );
             continue;
         };
-        if !matches!(m.kind.as_str(), "l2s" | "ds") {
+        if !keep(&m.kind) {
             continue;
         }
-        m.model_fingerprint = fingerprint(&quantized);
-        let dest = out.join("heads").join(&name);
-        let tmp = out.join("heads").join(format!("{name}.tmp"));
-        let _ = std::fs::remove_dir_all(&tmp);
-        std::fs::create_dir_all(&tmp)?;
-        for f in std::fs::read_dir(&dir)? {
-            let f = f?.path();
-            if f.is_file() {
-                std::fs::copy(&f, tmp.join(f.file_name().unwrap_or_default()))?;
+        m.model_fingerprint = fingerprint(quantized);
+        if rows_int8 {
+            let stored = tensors.store_rows_int8();
+            if let serde_json::Value::Object(training) = &mut m.training {
+                training.insert("int8_rows".into(), stored.into());
             }
         }
-        std::fs::write(tmp.join("head.json"), serde_json::to_vec_pretty(&m)?)?;
-        let _ = std::fs::remove_dir_all(&dest);
-        std::fs::rename(&tmp, &dest).with_context(|| format!("writing {}", dest.display()))?;
+        // The kind's other data files (the trigram table) and the records for people.
+        let mut extra = Vec::new();
+        for f in std::fs::read_dir(&dir)? {
+            let f = f?.path();
+            let file = f
+                .file_name()
+                .unwrap_or_default()
+                .to_string_lossy()
+                .to_string();
+            if f.is_file() && file != HEAD_MANIFEST && file != HEAD_TENSORS {
+                let bytes =
+                    std::fs::read(&f).with_context(|| format!("reading {}", f.display()))?;
+                extra.push((file, bytes));
+            }
+        }
+        let extra: Vec<(&str, &[u8])> = extra.iter().map(|(n, b)| (n.as_str(), &b[..])).collect();
+        save_head(&out.join("heads").join(&name), &m, &tensors, &extra)?;
         carried.push(name);
     }
     carried.sort();

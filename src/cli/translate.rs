@@ -33,7 +33,7 @@ pub struct TranslateArgs {
     max_source_tokens: usize,
     /// Vocabulary map (from `build-vmap`): the output layer scores only the target words the
     /// source n-grams can bring, not the whole vocabulary. A translator that ships a map
-    /// (`vocab.map`, from `quantize --vmap`) decodes with it unless this names another or
+    /// (`vocab.map.gz`, from `quantize --vmap`) decodes with it unless this names another or
     /// --no-vmap is given.
     #[arg(long)]
     vmap: Option<PathBuf>,

@@ -11,7 +11,7 @@ use fastsoftmax_infer::heads::{self, format};
 use fastsoftmax_infer::model::artifact::{MANIFEST_FILE, WEIGHTS_FILE};
 use fastsoftmax_infer::LanguageModel;
 use fastsoftmax_infer::LmWeights;
-use fastsoftmax_translate::artifact::VMAP_FILE;
+use fastsoftmax_translate::artifact::{VMAP_FILE, VMAP_TEXT_FILE};
 use fastsoftmax_translate::tokenizer::SUBWORDS_FILE;
 use serde::Serialize;
 
@@ -52,7 +52,7 @@ pub fn run(a: VerifyArgs) -> anyhow::Result<()> {
         // A translator's files (its weights and, for subword sources, its tokenizer; a
         // shipped vocabulary map) are digested since its format's first version.
         let mut data = vec![WEIGHTS_FILE];
-        for file in [SUBWORDS_FILE, VMAP_FILE] {
+        for file in [SUBWORDS_FILE, VMAP_FILE, VMAP_TEXT_FILE] {
             if a.model.join(file).exists() {
                 data.push(file);
             }

@@ -20,19 +20,37 @@ fn profile_dir() -> PathBuf {
     exe.parent().unwrap().parent().unwrap().to_path_buf()
 }
 
+/// The newest modification time of a file under `dir`.
+fn newest(dir: &Path) -> Option<std::time::SystemTime> {
+    std::fs::read_dir(dir)
+        .ok()?
+        .filter_map(|e| {
+            let path = e.ok()?.path();
+            if path.is_dir() {
+                newest(&path)
+            } else {
+                std::fs::metadata(&path).and_then(|m| m.modified()).ok()
+            }
+        })
+        .max()
+}
+
 /// The static library, when `cargo build -p fastsoftmax-capi` made it from the sources as they
-/// are (`cargo test` builds the Rust library only: `.ci/run` builds it, then runs this test).
+/// are, its own and those of the engines it links (`cargo test` builds the Rust library only:
+/// `.ci/run` builds it, then runs this test).
 fn static_library() -> Result<PathBuf, String> {
     let lib = profile_dir().join("libfastsoftmax_c.a");
-    let sources = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("src");
-    let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified());
-    let edited = std::fs::read_dir(&sources)
-        .unwrap()
-        .filter_map(|e| modified(&e.ok()?.path()).ok())
+    let crates = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+    let edited = ["capi", "infer", "translate", "ime"]
+        .iter()
+        .filter_map(|c| newest(&crates.join(c).join("src")))
         .max();
-    match (modified(&lib), edited) {
+    match (std::fs::metadata(&lib).and_then(|m| m.modified()), edited) {
         (Ok(built), Some(edited)) if built >= edited => Ok(lib),
-        (Ok(_), _) => Err(format!("{} is older than src/", lib.display())),
+        (Ok(_), _) => Err(format!(
+            "{} is older than the sources of capi, infer, translate or ime",
+            lib.display()
+        )),
         _ => Err(format!("{} is not built", lib.display())),
     }
 }

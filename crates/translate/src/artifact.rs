@@ -6,14 +6,17 @@
 //! with `int8`, every matrix is stored as I8 rows `name` `[n, d]` with F32 `name.scale` `[n]`
 //! (`W ≈ W8 · scale`, one scale per row); with `int16`, as I16 `name` `[n, d]` with one F32
 //! `name.scale` `[1]` per matrix (Devlin 2017). Biases stay F32. An engine that reads v1 only
-//! refuses v2 with a version error instead of misreading it.
+//! refuses v2 with a version error instead of misreading it. v3 reads the source as subwords;
+//! v4 ships the vocabulary map gzip-compressed (`vocab.map.gz`; v2 and v3 ship `vocab.map`).
 
 use std::collections::{BTreeMap, HashMap};
+use std::io::{Read, Write};
 use std::path::Path;
 
 use fastsoftmax_infer::files::{self, write_atomic, Digests};
 use fastsoftmax_infer::model::artifact::Cell;
 use fastsoftmax_infer::{Error, Result, Vocab};
+use flate2::{read::GzDecoder, write::GzEncoder, Compression};
 use serde::{Deserialize, Serialize};
 
 use crate::tokenizer::{TokenKind, Tokenizer, SUBWORDS_FILE};
@@ -22,12 +25,17 @@ use crate::vmap::VocabMap;
 pub const MANIFEST_FILE: &str = "manifest.json";
 pub const WEIGHTS_FILE: &str = "model.safetensors";
 pub const FORMAT: &str = "fastsoftmax-nmt";
-/// The vocabulary map a translator folder may ship (`quantize --vmap`), recorded with its
-/// digest in the manifest; [`crate::Translator::load`] serves it.
-pub const VMAP_FILE: &str = "vocab.map";
+/// The vocabulary map a translator folder may ship (`quantize --vmap`), gzip-compressed text
+/// (a third of its bytes), recorded with its digest in the manifest;
+/// [`crate::Translator::load`] serves it.
+pub const VMAP_FILE: &str = "vocab.map.gz";
+/// The map as plain text, as v2 and v3 folders ship it: still read.
+pub const VMAP_TEXT_FILE: &str = "vocab.map";
 /// The newest format this engine reads (it reads every older one too). v3: the source is
-/// read as subwords ([`crate::tokenizer`]), whose tokenizer is a file beside the weights.
-pub const FORMAT_VERSION: u32 = 3;
+/// read as subwords ([`crate::tokenizer`]), whose tokenizer is a file beside the weights. v4:
+/// the shipped vocabulary map is compressed ([`VMAP_FILE`]); an older engine would not see it
+/// and would decode without it, so it refuses v4 instead.
+pub const FORMAT_VERSION: u32 = 4;
 
 /// The language pair a translator was trained for (the data files' suffixes, e.g. `ja` →
 /// `en`), recorded so that a model under another pair's name is caught; absent in artifacts
@@ -334,17 +342,23 @@ impl NmtWeights {
             );
         }
         if let Some(map) = &self.vmap {
-            let text = map.to_text();
-            write_atomic(&dir.join(VMAP_FILE), text.as_bytes())?;
-            sha256.insert(VMAP_FILE.to_string(), files::sha256_hex(text.as_bytes()));
+            let mut gz = GzEncoder::new(Vec::new(), Compression::best());
+            gz.write_all(map.to_text().as_bytes())
+                .and_then(|()| gz.flush())
+                .map_err(|e| Error::io(dir.join(VMAP_FILE), e))?;
+            let bytes = gz.finish().map_err(|e| Error::io(dir.join(VMAP_FILE), e))?;
+            write_atomic(&dir.join(VMAP_FILE), &bytes)?;
+            sha256.insert(VMAP_FILE.to_string(), files::sha256_hex(&bytes));
         }
         let precision = self.precision();
         let src_tokens = self.src_tokenizer.kind();
         let manifest = Manifest {
             format: FORMAT.into(),
             // The oldest version that holds the model, so that older engines keep reading
-            // what they can: f32 words v1, quantized v2, subwords v3.
-            format_version: if src_tokens != TokenKind::Words {
+            // what they can: f32 words v1, quantized v2, subwords v3, a compressed map v4.
+            format_version: if self.vmap.is_some() {
+                4
+            } else if src_tokens != TokenKind::Words {
                 3
             } else if precision == Precision::F32 {
                 1
@@ -579,12 +593,23 @@ impl NmtWeights {
             }
         };
         // A map ships only when the manifest records it: a stray file is not read.
-        let vmap = match manifest.sha256.contains_key(VMAP_FILE) {
-            false => None,
-            true => {
-                let bytes = read_beside(VMAP_FILE, "the vocabulary map its manifest lists")?;
+        let vmap = match [VMAP_FILE, VMAP_TEXT_FILE]
+            .into_iter()
+            .find(|f| manifest.sha256.contains_key(*f))
+        {
+            None => None,
+            Some(file) => {
+                let path = dir.join(file);
+                let mut bytes = read_beside(file, "the vocabulary map its manifest lists")?;
+                if file == VMAP_FILE {
+                    let mut text = Vec::new();
+                    GzDecoder::new(&bytes[..])
+                        .read_to_end(&mut text)
+                        .map_err(|e| Error::format(&path, format!("not a gzip-compressed map ({e}); restore it, or quantize the model again")))?;
+                    bytes = text;
+                }
                 let map = VocabMap::parse(&String::from_utf8_lossy(&bytes))
-                    .map_err(|e| Error::format(dir.join(VMAP_FILE), e))?;
+                    .map_err(|e| Error::format(&path, e))?;
                 Some(map)
             }
         };

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use fastsoftmax_infer::{Error, Result};
 
-use crate::artifact::VMAP_FILE;
+use crate::artifact::{VMAP_FILE, VMAP_TEXT_FILE};
 use crate::distill::{is_transformer, TranslateLines};
 use crate::transformer::TransformerTranslator;
 use crate::{Profile, Screen, SearchOptions, Source, Translation, Translator, VmapScope, VocabMap};
@@ -15,7 +15,7 @@ use crate::{Profile, Screen, SearchOptions, Source, Translation, Translator, Vma
 /// Which vocabulary map the recurrent engine decodes with.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub enum Vmap {
-    /// The one the translator ships (`vocab.map`, from `quantize --vmap`), if it ships one.
+    /// The one the translator ships (`vocab.map.gz`, from `quantize --vmap`), if it ships one.
     #[default]
     Shipped,
     /// None: every target word is scored.
@@ -80,7 +80,13 @@ impl Served {
         }
         let mut engine = Translator::load(dir).map_err(context)?;
         let mut warnings = Vec::new();
-        let mut vmap = engine.vocab_map().map(|_| dir.join(VMAP_FILE));
+        // The file the engine read its map from: whichever of the two names the folder holds.
+        let mut vmap = engine.vocab_map().and_then(|_| {
+            [VMAP_FILE, VMAP_TEXT_FILE]
+                .map(|f| dir.join(f))
+                .into_iter()
+                .find(|p| p.exists())
+        });
         match (&options.vmap, &options.head) {
             (Vmap::File(path), _) => {
                 let map = VocabMap::load(path)?

@@ -98,6 +98,12 @@ impl HeadManifest {
     }
 }
 
+/// The fewest rows a head's matrix has for [`Tensors::store_rows_int8`] to store it as int8:
+/// word-row tables (DS experts' rows, the adaptive and D-softmax buckets, the candidate
+/// predictor's word factors) have thousands. The small matrices (gates, projections, cluster
+/// vectors) stay f32: rounding them would change every context's route and save little.
+pub const INT8_MIN_ROWS: usize = 1024;
+
 /// Hex fingerprint of an output layer.
 pub fn fingerprint(full: &FullHead) -> String {
     format!("{:016x}", full.matrix().fingerprint())
@@ -146,19 +152,32 @@ impl Tensors {
         }
     }
 
-    /// The f32 tensor `name`, which must have shape `shape`.
+    /// The f32 tensor `name`, which must have shape `shape`: stored as F32, or as int8 rows
+    /// (see [`Tensors::store_rows_int8`]) widened here.
     pub fn f32(&self, name: &str, shape: &[usize]) -> Result<Vec<f32>> {
-        let (s, bytes) = self.raw(name, safetensors::Dtype::F32)?;
+        let int8 = matches!(self.map.get(name), Some((safetensors::Dtype::I8, _, _)));
+        let dtype = if int8 {
+            safetensors::Dtype::I8
+        } else {
+            safetensors::Dtype::F32
+        };
+        let (s, bytes) = self.raw(name, dtype)?;
         if s != shape {
             return Err(Error::format(
                 &self.origin,
                 format!("tensor `{name}` has shape {s:?}, head.json says {shape:?}; the two files do not belong together — retrain the head"),
             ));
         }
-        let v: Vec<f32> = bytes
-            .chunks_exact(4)
-            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-            .collect();
+        let v: Vec<f32> = if int8 {
+            let scale = self.row_scales(name, shape)?;
+            bytes
+                .chunks_exact(shape[1].max(1))
+                .zip(&scale)
+                .flat_map(|(row, &s)| row.iter().map(move |&q| q as i8 as f32 * s))
+                .collect()
+        } else {
+            files::f32_values(bytes)
+        };
         if let Some(i) = v.iter().position(|x| !x.is_finite()) {
             return Err(Error::format(
                 &self.origin,
@@ -169,6 +188,47 @@ impl Tensors {
             ));
         }
         Ok(v)
+    }
+
+    /// The scales `name.scale` `[rows]` of the int8 matrix `name` of `shape` `[rows, d]`.
+    fn row_scales(&self, name: &str, shape: &[usize]) -> Result<Vec<f32>> {
+        let scale_name = format!("{name}.scale");
+        match (shape, self.raw(&scale_name, safetensors::Dtype::F32)) {
+            ([rows, _], Ok((s, bytes))) if s == [*rows] => Ok(files::f32_values(bytes)),
+            _ => Err(Error::format(
+                &self.origin,
+                format!("int8 tensor `{name}` {shape:?} needs an F32 `{scale_name}` of one scale per row; the file is corrupt — store the head again with `fastsoftmax quantize`"),
+            )),
+        }
+    }
+
+    /// Stores every word-row table (a 2-d f32 tensor of at least [`INT8_MIN_ROWS`] rows) as
+    /// int8 rows with one f32 scale per row, as `name` I8 `[n, d]` and `name.scale` F32 `[n]`
+    /// (what [`crate::kernels::quantize_rows`] makes): about a quarter of their bytes.
+    /// [`Tensors::f32`] widens them on load, so every kind reads them unchanged. Returns the
+    /// names of every table now held as int8 rows (those stored here, and any that already were).
+    pub fn store_rows_int8(&mut self) -> Vec<String> {
+        let tables: Vec<String> = self
+            .map
+            .iter()
+            .filter(|(_, (t, shape, _))| {
+                *t == safetensors::Dtype::F32 && shape.len() == 2 && shape[0] >= INT8_MIN_ROWS
+            })
+            .map(|(name, _)| name.clone())
+            .collect();
+        for name in &tables {
+            let (_, shape, bytes) = self.map.remove(name).expect("listed above");
+            let (q, scale) = crate::kernels::quantize_rows(&files::f32_values(&bytes), shape[1]);
+            let q = q.iter().map(|&x| x as u8).collect();
+            self.map
+                .insert(name.clone(), (safetensors::Dtype::I8, shape.clone(), q));
+            self.put_f32(&format!("{name}.scale"), &[shape[0]], &scale);
+        }
+        self.map
+            .iter()
+            .filter(|(_, (t, _, _))| *t == safetensors::Dtype::I8)
+            .map(|(name, _)| name.clone())
+            .collect()
     }
 
     /// The 1-d u32 tensor `name`.
@@ -388,4 +448,58 @@ pub fn record_digests(dir: &Path) -> Result<Vec<String>> {
         files::write_atomic(&path, &json)?;
     }
     Ok(missing.into_keys().collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A seeded `[n, d]` table of values in (−1, 1).
+    fn table(n: usize, d: usize) -> Vec<f32> {
+        let mut x = 0x2545_f491u32;
+        (0..n * d)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 17;
+                x ^= x << 5;
+                x as f32 / u32::MAX as f32 * 2.0 - 1.0
+            })
+            .collect()
+    }
+
+    #[test]
+    fn word_row_tables_are_stored_as_int8_and_widened_on_read() {
+        let (rows, small) = (table(INT8_MIN_ROWS + 3, 7), table(10, 7));
+        let mut t = Tensors::default();
+        t.put_f32("rows", &[INT8_MIN_ROWS + 3, 7], &rows);
+        t.put_f32("gate", &[10, 7], &small);
+        t.put_u32("ids", &[1, 2, 3]);
+        assert_eq!(t.store_rows_int8(), vec!["rows".to_string()]);
+        // Stored again, the table stays as it is and is still named.
+        let once = t.map["rows"].clone();
+        assert_eq!(t.store_rows_int8(), vec!["rows".to_string()]);
+        assert_eq!(t.map["rows"], once);
+        assert_eq!(t.map["rows"].0, safetensors::Dtype::I8);
+        assert_eq!(t.map["gate"].0, safetensors::Dtype::F32);
+        let widened = t.f32("rows", &[INT8_MIN_ROWS + 3, 7]).unwrap();
+        for (row, back) in rows.chunks(7).zip(widened.chunks(7)) {
+            // Half a step of the row's scale (max |x| / 127) apart at most.
+            let step = row.iter().fold(0.0f32, |m, x| m.max(x.abs())) / 127.0;
+            for (a, b) in row.iter().zip(back) {
+                assert!((a - b).abs() <= step * 0.5 + 1e-7, "{a} vs {b}");
+            }
+        }
+        assert_eq!(t.f32("gate", &[10, 7]).unwrap(), small);
+        let err = t
+            .f32("rows", &[7, INT8_MIN_ROWS + 3])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("has shape"), "{err}");
+        t.map.remove("rows.scale");
+        let err = t
+            .f32("rows", &[INT8_MIN_ROWS + 3, 7])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("rows.scale"), "{err}");
+    }
 }

@@ -41,7 +41,7 @@ pub use ds_svd::DsSvdHead;
 pub use dsoftmax::DsoftmaxHead;
 pub use format::{
     fingerprint, read_head, save_head, HeadManifest, Tensors, HEAD_FORMAT, HEAD_FORMAT_VERSION,
-    HEAD_MANIFEST, HEAD_TENSORS,
+    HEAD_MANIFEST, HEAD_TENSORS, INT8_MIN_ROWS,
 };
 pub use full::{FullHead, NaiveFullHead};
 pub use full_int8::FullInt8Head;

@@ -29,6 +29,9 @@ pub const MANIFEST_FILE: &str = "manifest.json";
 pub const WEIGHTS_FILE: &str = "model.safetensors";
 pub const FORMAT: &str = "fastsoftmax-lm";
 pub const FORMAT_VERSION: u32 = 2;
+/// The version of an artifact whose vocabulary matrices are int8 rows ([`LmWeights::save_int8`]);
+/// an f32 one is version 1.
+pub const INT8_FORMAT_VERSION: u32 = 2;
 /// Matrices stored as int8 rows (a version-2 artifact).
 const INT8_MATRICES: [&str; 2] = ["embedding", "output.weight"];
 
@@ -238,7 +241,7 @@ impl LmWeights {
         write_atomic(&dir.join(WEIGHTS_FILE), &bytes)?;
         let manifest = Manifest {
             format: FORMAT.into(),
-            format_version: if int8 { 2 } else { 1 },
+            format_version: if int8 { INT8_FORMAT_VERSION } else { 1 },
             spec: self.spec,
             vocab: self.vocab.words().to_vec(),
             sha256: [(WEIGHTS_FILE.to_string(), files::sha256_hex(&bytes))].into(),
@@ -333,7 +336,7 @@ impl LmWeights {
                 )
             })?;
             let int8 = t.dtype() == safetensors::Dtype::I8
-                && manifest.format_version >= 2
+                && manifest.format_version >= INT8_FORMAT_VERSION
                 && INT8_MATRICES.contains(&name);
             if (t.dtype() != safetensors::Dtype::F32 && !int8) || t.shape() != shape {
                 return Err(bad(format!(
