@@ -89,6 +89,29 @@ fn converts_and_evaluates_with_kneser_ney() {
     let lines: Vec<&str> = out.lines().collect();
     assert_eq!(lines[0], "きょうはいいてんきですね");
     assert!(lines[1].contains("今日はいい天気ですね"), "{out}");
+    // The same conversions as JSON: the text, its score and words, in the table's order.
+    let (ok, json, err) = ime(
+        "convert",
+        data,
+        &["--romaji", "--json", "kyouhaiitenkidesune"],
+    );
+    assert!(ok, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(v["kana"], "きょうはいいてんきですね");
+    let first = &v["candidates"][0];
+    assert!(lines[1].contains(first["text"].as_str().unwrap()), "{json}");
+    let spelled: String = first["words"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w["display"].as_str().unwrap())
+        .collect();
+    assert_eq!(spelled, first["text"].as_str().unwrap());
+    assert_eq!(
+        v["candidates"].as_array().unwrap().len(),
+        lines.len() - 1,
+        "{out}"
+    );
 
     let (ok, out, err) = ime("eval", data, &["--lm", "kn2", "--json"]);
     assert!(ok, "{err}");

@@ -543,7 +543,7 @@ fn reading_char(c: char) -> bool {
         | '\u{301c}') // 〜
 }
 
-/// Mozc's `NormalizeReading`: [`normalize_width`], then katakana to hiragana.
+/// Mozc's `NormalizeReading`: `normalize_width`, then katakana to hiragana.
 pub fn normalize_reading(reading: &str) -> String {
     normalize_width(reading)
         .chars()

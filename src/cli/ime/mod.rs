@@ -125,6 +125,10 @@ enum Action {
         /// Conversions to print (distinct texts from the final beam).
         #[arg(short = 'n', long = "n-best", default_value_t = 10)]
         n: usize,
+        /// Print JSON on stdout: the kana, and each conversion's text, score and words
+        /// (`display`, `reading`), best first.
+        #[arg(long)]
+        json: bool,
         /// The reading to convert.
         input: String,
     },
@@ -1603,6 +1607,7 @@ pub fn run(a: ImeArgs) -> anyhow::Result<()> {
             model,
             romaji,
             n,
+            json,
             input,
         } => {
             let model = model.resolved()?;
@@ -1621,6 +1626,24 @@ pub fn run(a: ImeArgs) -> anyhow::Result<()> {
                 model.beam(),
                 &mut ScorerStats::default(),
             )?;
+            if json {
+                let candidates: Vec<serde_json::Value> = best
+                    .iter()
+                    .map(|c| {
+                        let words: Vec<serde_json::Value> = c
+                            .words
+                            .iter()
+                            .map(|(d, r)| serde_json::json!({ "display": d, "reading": r }))
+                            .collect();
+                        serde_json::json!({ "text": c.text, "score": c.score, "words": words })
+                    })
+                    .collect();
+                println!(
+                    "{}",
+                    serde_json::json!({ "kana": kana, "candidates": candidates })
+                );
+                return Ok(());
+            }
             println!("{kana}");
             for (i, c) in best.iter().enumerate() {
                 let words: Vec<String> = c.words.iter().map(|(d, r)| format!("{d}/{r}")).collect();

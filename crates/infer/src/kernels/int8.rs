@@ -286,7 +286,7 @@ impl Int8Matrix {
     }
 
     /// Batched scan: offers every row's logit `W[i]·hs[q] + b[i]` (as [`Self::logits_batch`]
-    /// computes it) to `outs[q]`, which the caller has reset. Works through [`SCAN_PANELS`]
+    /// computes it) to `outs[q]`, which the caller has reset. Works through `SCAN_PANELS`
     /// panels at a time, so the logits never need a `[n, n_rows]` buffer.
     pub fn scan_batch(&self, hs: &[f32], outs: &mut [TopK]) {
         debug_assert_eq!(hs.len(), outs.len() * self.d);

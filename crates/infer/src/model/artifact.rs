@@ -84,9 +84,9 @@ pub struct RecurrentWeights {
     pub w_ih: Vec<f32>,
     /// [G*d_hidden, d_hidden]
     pub w_hh: Vec<f32>,
-    /// [G*d_hidden]
+    /// `[G*d_hidden]`
     pub b_ih: Vec<f32>,
-    /// [G*d_hidden]
+    /// `[G*d_hidden]`
     pub b_hh: Vec<f32>,
 }
 
@@ -100,7 +100,7 @@ pub struct LmWeights {
     pub layers: Vec<RecurrentWeights>,
     /// [vocab, d_hidden]; `None` when tied to the embedding.
     pub output_weight: Option<Vec<f32>>,
-    /// [vocab]
+    /// `[vocab]`
     pub output_bias: Vec<f32>,
 }
 

@@ -11,7 +11,7 @@ pub struct Contexts {
     pub d: usize,
     /// [n, d]
     pub hs: Vec<f32>,
-    /// [n]
+    /// `[n]`
     pub next: Vec<u32>,
     /// The words read, when the contexts are the consecutive positions of one stream: context
     /// `i` has read `history[..=i]`. Empty when contexts were sampled (training data).
