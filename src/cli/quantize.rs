@@ -26,7 +26,8 @@ enum To {
 pub struct QuantizeArgs {
     /// Translator directory with f32 weights (written by `train-nmt`), or a language model
     /// (`train-lm`): its embedding and output rows are then stored as int8 (a quarter of their
-    /// bytes) and widened to f32 on load, so it serves as before but for the rounding.
+    /// bytes) and widened to f32 on load, so it serves as before but for the rounding; its
+    /// trained heads come along, their word-row tables stored as int8 rows too.
     #[arg(long)]
     model: PathBuf,
     /// Precision of the matrices (biases stay f32).
