@@ -73,18 +73,24 @@ pub fn run(a: QuantizeArgs) -> anyhow::Result<()> {
     q.save(&a.out)?;
     // The screening heads (l2s, ds: `translate --head`) come along as they are: L2S stores
     // words, not rows, and DS its own rows. Int16 serves no head.
-    let f32_output = Translator::from_weights(w.clone())?
-        .output_head()
-        .context("the f32 translator has no f32 output layer")?;
-    let carried = match Translator::from_weights(q.clone())?.output_head() {
-        Some(quantized) => carry_heads(
-            &a.model,
-            &f32_output,
-            &a.out,
-            &quantized,
-            |kind| matches!(kind, "l2s" | "ds"),
-            false,
-        )?,
+    let quantized = match a.model.join("heads").is_dir() {
+        true => Translator::from_weights(q.clone())?.output_head(),
+        false => None,
+    };
+    let carried = match quantized {
+        Some(quantized) => {
+            let f32_output = Translator::from_weights(w.clone())?
+                .output_head()
+                .context("the f32 translator has no f32 output layer")?;
+            carry_heads(
+                &a.model,
+                &f32_output,
+                &a.out,
+                &quantized,
+                |kind| matches!(kind, "l2s" | "ds"),
+                false,
+            )?
+        }
         None => Vec::new(),
     };
     record(&a, &format!("{:?}", q.precision()))?;
@@ -169,8 +175,9 @@ fn quantize_lm(a: &QuantizeArgs) -> anyhow::Result<()> {
 
 /// Copies the heads in `model/heads/` whose kind `keep` accepts into `out/heads/`, each checked
 /// against the f32 output layer and then bound to the quantized one; with `rows_int8`, their
-/// word-row tables are stored as int8 rows ([`fastsoftmax_infer::heads::Tensors::store_rows_int8`]). A head that does not
-/// read is named and left behind. Returns the names carried.
+/// word-row tables are stored as int8 rows
+/// ([`fastsoftmax_infer::heads::Tensors::store_rows_int8`]). A head that does not read is
+/// named and left behind. Returns the names carried.
 fn carry_heads(
     model: &Path,
     f32_output: &FullHead,
