@@ -169,12 +169,7 @@ impl Tensors {
             ));
         }
         let v: Vec<f32> = if int8 {
-            let scale = self.row_scales(name, shape)?;
-            bytes
-                .chunks_exact(shape[1].max(1))
-                .zip(&scale)
-                .flat_map(|(row, &s)| row.iter().map(move |&q| q as i8 as f32 * s))
-                .collect()
+            crate::kernels::widen_rows(bytes, &self.row_scales(name, shape)?, shape[1])
         } else {
             files::f32_values(bytes)
         };

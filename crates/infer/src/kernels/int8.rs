@@ -86,6 +86,15 @@ pub fn quantize_rows(rows: &[f32], d: usize) -> (Vec<i8>, Vec<f32>) {
     (q, inv)
 }
 
+/// The inverse of [`quantize_rows`] as a file stores it: int8 rows `q` `[n, d]` (raw bytes)
+/// widened to f32, each row times its `inv_scale`.
+pub fn widen_rows(q: &[u8], inv_scale: &[f32], d: usize) -> Vec<f32> {
+    q.chunks_exact(d.max(1))
+        .zip(inv_scale)
+        .flat_map(|(row, &s)| row.iter().map(move |&x| x as i8 as f32 * s))
+        .collect()
+}
+
 impl Int8Matrix {
     /// Quantizes row-major `rows` `[n, d]` with `bias` `[n]`; `ids` maps row → word id.
     pub fn new(rows: &[f32], bias: &[f32], d: usize, ids: Option<Vec<u32>>) -> Self {

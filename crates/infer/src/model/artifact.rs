@@ -360,11 +360,7 @@ impl LmWeights {
                         shape[0]
                     ))
                 })?;
-            Ok(t.data()
-                .chunks_exact(shape[1].max(1))
-                .zip(&scale)
-                .flat_map(|(row, &s)| row.iter().map(move |&q| q as i8 as f32 * s))
-                .collect())
+            Ok(crate::kernels::widen_rows(t.data(), &scale, shape[1]))
         };
         let shapes = Self::expected_shapes(&spec);
         let mut it = shapes.iter().map(|(n, s)| get(n, s));
