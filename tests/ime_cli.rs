@@ -484,11 +484,11 @@ fn packs_mozc_dictionary_into_the_converter() {
     std::fs::write(&config, good).unwrap();
 
     // A damaged copy: the file is named.
-    let entries = packed.join("mozc.tsv.gz");
+    let entries = packed.join("mozc.dic.gz");
     let bytes = std::fs::read(&entries).unwrap();
     std::fs::write(&entries, &bytes[..bytes.len() / 2]).unwrap();
     let (ok, _, err) = cli(&convert);
-    assert!(!ok && err.contains("mozc.tsv.gz"), "{err}");
+    assert!(!ok && err.contains("mozc.dic.gz"), "{err}");
     // A dictionary whose POS ids do not fit its matrix.
     std::fs::write(mozc.join("matrix.bin"), matrix(2)).unwrap();
     let (ok, _, err) = cli(&[&pack[..], &["--mozc", m]].concat());

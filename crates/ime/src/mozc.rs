@@ -14,8 +14,20 @@
 //! - `matrix.bin`: `lsize: u16, rsize: u16`, then `lsize · rsize` `i16` costs, the cost of a
 //!   word of right id `r` followed by one of left id `l` at `r + lsize · l` (id 0: BOS/EOS).
 //!
-//! A converter folder ships them compactly ([`MozcDictionary::write`]): `mozc.tsv.gz`
-//! (`reading<TAB>surface<TAB>lid<TAB>rid<TAB>cost`) and `mozc-matrix.bin.gz`.
+//! A converter folder ships them compactly ([`MozcDictionary::write`]): `mozc-matrix.bin.gz`
+//! (the matrix as read) and `mozc.dic.gz`, the entries in columns (a third smaller than
+//! gzip'd lines of `reading<TAB>surface<TAB>lid<TAB>rid<TAB>cost`, `mozc.tsv.gz`, which folders
+//! packed before it hold and which is still read). Its gzip'd bytes:
+//!
+//! - a line `#mozc-columns<TAB>VERSION`, then `u32` readings `R` and entries `E`;
+//! - `shared`: `R` bytes, the characters each reading shares with the one before (≤ 255);
+//! - `counts`: `R` LEB128 numbers, the entries of each reading (a reading's entries follow each
+//!   other, in the source's order);
+//! - `text`: each reading's remaining characters, then its entries' surfaces, each ending in
+//!   `\n`; a surface equal to its reading is empty, and one equal to the reading in katakana is
+//!   `\x01`;
+//! - `lid`, `rid − lid` (wrapping) and `cost`: `E` 16-bit numbers each, the low bytes before the
+//!   high bytes (gzip finds more to share in each half than in the pairs).
 
 use std::io::{Read, Write};
 use std::path::Path;
@@ -23,11 +35,17 @@ use std::path::Path;
 use fastsoftmax_infer::files::write_atomic;
 use fastsoftmax_infer::{Error, Result};
 
-use crate::model::{write_gz_text, GzText};
+use crate::model::GzText;
 
-pub const ENTRIES_FILE: &str = "mozc.tsv.gz";
+pub const ENTRIES_FILE: &str = "mozc.dic.gz";
+/// The entries as text lines, as converter folders packed before [`ENTRIES_FILE`] hold them.
+pub const ENTRIES_TEXT_FILE: &str = "mozc.tsv.gz";
 pub const MATRIX_FILE: &str = "mozc-matrix.bin.gz";
-const HEADER: &str = "#mozc-dictionary";
+const HEADER: &str = "#mozc-columns";
+const TEXT_HEADER: &str = "#mozc-dictionary";
+/// The `text` column's mark for a surface that is its reading in katakana.
+const KATAKANA: &str = "\x01";
+const REPACK: &str = "re-run `ime pack --mozc DIR`";
 const MAGIC: u32 = 0xef71_8f77;
 const VERSION: u32 = 102;
 
@@ -59,7 +77,7 @@ pub struct Skipped {
     pub empty: usize,
     /// A negative word cost, or POS ids outside the matrix.
     pub out_of_range: usize,
-    /// Not UTF-8, or a reading or surface with a tab or newline.
+    /// Not UTF-8, or a reading or surface with a control character (a tab, a newline…).
     pub malformed: usize,
 }
 
@@ -283,49 +301,55 @@ impl MozcDictionary {
     }
 
     /// Writes the converter folder's compact copy (atomically): [`ENTRIES_FILE`] and
-    /// [`MATRIX_FILE`].
+    /// [`MATRIX_FILE`]; an older [`ENTRIES_TEXT_FILE`] there is removed.
     pub fn write(&self, dir: &Path) -> Result<()> {
-        let mut text = format!("{HEADER}\t{}\n", self.version);
-        for e in &self.entries {
-            let c = e.class;
-            text.push_str(&format!(
-                "{}\t{}\t{}\t{}\t{}\n",
-                e.reading, e.surface, c.lid, c.rid, c.cost
-            ));
+        let gz = |path: &Path, bytes: &[u8]| {
+            let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+            gz.write_all(bytes)
+                .and_then(|_| gz.finish())
+                .map_err(|e| Error::io(path, e))
+                .and_then(|bytes| write_atomic(path, &bytes))
+        };
+        let path = dir.join(ENTRIES_FILE);
+        gz(&path, &encode_columns(&self.version, &self.entries))?;
+        gz(&dir.join(MATRIX_FILE), &self.connection.to_bytes())?;
+        let old = dir.join(ENTRIES_TEXT_FILE);
+        match std::fs::remove_file(&old) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Error::io(&old, e)),
+            _ => Ok(()),
         }
-        write_gz_text(&dir.join(ENTRIES_FILE), &text)?;
-        let path = dir.join(MATRIX_FILE);
-        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
-        gz.write_all(&self.connection.to_bytes())
-            .and_then(|_| gz.finish())
-            .map_err(|e| Error::io(&path, e))
-            .and_then(|bytes| write_atomic(&path, &bytes))
     }
 
-    /// Whether `dir` holds a compact copy.
+    /// Whether `dir` holds a compact copy (of either form).
     pub fn present(dir: &Path) -> bool {
-        dir.join(ENTRIES_FILE).exists()
+        dir.join(ENTRIES_FILE).exists() || dir.join(ENTRIES_TEXT_FILE).exists()
     }
 
-    /// Reads the compact copy [`MozcDictionary::write`] wrote. Entries with an empty reading or
-    /// surface, or a class outside the matrix, are skipped and counted.
+    /// Reads the compact copy [`MozcDictionary::write`] wrote (or an older folder's
+    /// [`ENTRIES_TEXT_FILE`]). Entries with an empty reading or surface, or a class outside the
+    /// matrix, are skipped and counted.
     pub fn read(dir: &Path) -> Result<Self> {
         let path = dir.join(MATRIX_FILE);
-        let mut bytes = Vec::new();
-        let file = std::fs::File::open(&path).map_err(|e| Error::io(&path, e))?;
-        flate2::read::GzDecoder::new(file)
-            .read_to_end(&mut bytes)
-            .map_err(|e| Error::format(&path, format!("not gzip ({e}); {MATRIX_FIX}")))?;
-        let connection = Connection::parse(&path, &bytes)?;
+        let connection = Connection::parse(&path, &read_gz(&path, MATRIX_FIX)?)?;
         let path = dir.join(ENTRIES_FILE);
+        if !path.exists() && dir.join(ENTRIES_TEXT_FILE).exists() {
+            return Self::read_text(dir, connection);
+        }
+        let (version, entries, skipped) =
+            decode_columns(&path, &read_gz(&path, REPACK)?, &connection)?;
+        Ok(MozcDictionary {
+            entries,
+            connection,
+            version,
+            skipped,
+        })
+    }
+
+    /// Reads [`ENTRIES_TEXT_FILE`]: `reading<TAB>surface<TAB>lid<TAB>rid<TAB>cost` lines.
+    fn read_text(dir: &Path, connection: Connection) -> Result<Self> {
+        let path = dir.join(ENTRIES_TEXT_FILE);
         let file = std::fs::File::open(&path).map_err(|e| Error::io(&path, e))?;
-        let file = GzText::read(
-            &path,
-            file,
-            HEADER,
-            "VERSION",
-            "re-run `ime pack --mozc DIR`",
-        )?;
+        let file = GzText::read(&path, file, TEXT_HEADER, "VERSION", REPACK)?;
         let mut entries = Vec::new();
         let mut skipped = Skipped::default();
         for (n, line) in file.lines() {
@@ -359,6 +383,215 @@ impl MozcDictionary {
     }
 }
 
+/// The gunzipped bytes of `path` (`fix` ends the error of a file that is not gzip).
+fn read_gz(path: &Path, fix: &str) -> Result<Vec<u8>> {
+    let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+    let mut bytes = Vec::new();
+    flate2::read::GzDecoder::new(file)
+        .read_to_end(&mut bytes)
+        .map_err(|e| Error::format(path, format!("not gzip ({e}); {fix}")))?;
+    Ok(bytes)
+}
+
+/// `reading` with its hiragana as katakana (ぁ–ゖ → ァ–ヶ).
+fn katakana(reading: &str) -> String {
+    reading
+        .chars()
+        .map(|c| match c {
+            '\u{3041}'..='\u{3096}' => char::from_u32(c as u32 + 0x60).unwrap_or(c),
+            _ => c,
+        })
+        .collect()
+}
+
+/// [`ENTRIES_FILE`]'s bytes before gzip (the layout is in the module's doc).
+fn encode_columns(version: &str, entries: &[MozcEntry]) -> Vec<u8> {
+    let groups: Vec<&[MozcEntry]> = entries.chunk_by(|a, b| a.reading == b.reading).collect();
+    let mut out = format!("{HEADER}\t{version}\n").into_bytes();
+    out.extend((groups.len() as u32).to_le_bytes());
+    out.extend((entries.len() as u32).to_le_bytes());
+    let mut prev = "";
+    let mut text = String::new();
+    for g in &groups {
+        let reading = g[0].reading.as_str();
+        let shared = prev
+            .chars()
+            .zip(reading.chars())
+            .take_while(|(a, b)| a == b)
+            .take(255)
+            .count();
+        out.push(shared as u8);
+        text.extend(reading.chars().skip(shared));
+        text.push('\n');
+        let kana = katakana(reading);
+        for e in *g {
+            text.push_str(match e.surface.as_str() {
+                s if s == reading => "",
+                s if s == kana => KATAKANA,
+                s => s,
+            });
+            text.push('\n');
+        }
+        prev = reading;
+    }
+    for g in &groups {
+        let mut n = g.len();
+        while n >= 0x80 {
+            out.push(n as u8 | 0x80);
+            n >>= 7;
+        }
+        out.push(n as u8);
+    }
+    out.extend(text.as_bytes());
+    let column = |out: &mut Vec<u8>, f: &dyn Fn(&Class) -> u16| {
+        out.extend(entries.iter().map(|e| f(&e.class) as u8));
+        out.extend(entries.iter().map(|e| (f(&e.class) >> 8) as u8));
+    };
+    column(&mut out, &|c| c.lid);
+    column(&mut out, &|c| c.rid.wrapping_sub(c.lid));
+    column(&mut out, &|c| c.cost as u16);
+    out
+}
+
+/// Reads [`ENTRIES_FILE`]'s bytes in order; `None` past their end.
+struct Cursor<'a> {
+    bytes: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Cursor<'a> {
+    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
+        let b = self.bytes.get(self.at..self.at.checked_add(n)?)?;
+        self.at += n;
+        Some(b)
+    }
+
+    fn u32(&mut self) -> Option<u32> {
+        let b = self.take(4)?;
+        Some(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    }
+
+    /// An unsigned LEB128 number of at most 32 bits.
+    fn leb128(&mut self) -> Option<usize> {
+        let mut n = 0usize;
+        for shift in (0..32).step_by(7) {
+            let b = self.take(1)?[0];
+            n |= ((b & 0x7f) as usize) << shift;
+            if b < 0x80 {
+                return Some(n);
+            }
+        }
+        None
+    }
+}
+
+/// Reads [`encode_columns`]'s bytes back: the version, the entries [`keep`] keeps, and the
+/// skipped ones counted. Every count and length is checked against the bytes there are.
+fn decode_columns(
+    path: &Path,
+    bytes: &[u8],
+    connection: &Connection,
+) -> Result<(String, Vec<MozcEntry>, Skipped)> {
+    let bad = |m: String| Error::format(path, format!("{m}; {REPACK}"));
+    let truncated = || bad("truncated (the file ends inside its columns)".into());
+    let end = bytes
+        .iter()
+        .position(|&b| b == b'\n')
+        .ok_or_else(truncated)?;
+    let version = std::str::from_utf8(&bytes[..end])
+        .ok()
+        .and_then(|l| l.strip_prefix(HEADER)?.strip_prefix('\t'))
+        .ok_or_else(|| bad(format!("the first line is not `{HEADER}<TAB>VERSION`")))?
+        .to_string();
+    let mut c = Cursor { bytes, at: end + 1 };
+    let n_readings = c.u32().ok_or_else(truncated)? as usize;
+    let n_entries = c.u32().ok_or_else(truncated)? as usize;
+    let shared = c.take(n_readings).ok_or_else(truncated)?;
+    let mut counts = Vec::with_capacity(n_readings.min(bytes.len()));
+    for _ in 0..n_readings {
+        counts.push(
+            c.leb128()
+                .ok_or_else(|| bad("a reading's entry count is cut off".into()))?,
+        );
+    }
+    if counts.iter().sum::<usize>() != n_entries {
+        return Err(bad(format!(
+            "the readings' entry counts do not add up to the {n_entries} entries"
+        )));
+    }
+    let text_len = (bytes.len() - c.at)
+        .checked_sub(n_entries.checked_mul(6).ok_or_else(truncated)?)
+        .ok_or_else(truncated)?;
+    let text = std::str::from_utf8(c.take(text_len).ok_or_else(truncated)?)
+        .map_err(|e| bad(format!("the text column is not UTF-8 ({e})")))?;
+    let mut column = || -> Option<Vec<u16>> {
+        let (lo, hi) = (c.take(n_entries)?, c.take(n_entries)?);
+        Some(
+            lo.iter()
+                .zip(hi)
+                .map(|(&l, &h)| u16::from_le_bytes([l, h]))
+                .collect(),
+        )
+    };
+    let (Some(lid), Some(rid), Some(cost)) = (column(), column(), column()) else {
+        return Err(truncated());
+    };
+    let mut lines = text.split_terminator('\n');
+    let mut line = || {
+        lines
+            .next()
+            .ok_or_else(|| bad("the text column ends early".into()))
+    };
+    let (mut entries, mut skipped) = (Vec::with_capacity(n_entries), Skipped::default());
+    let mut reading = String::new();
+    let mut e = 0;
+    for (&keep_chars, &count) in shared.iter().zip(&counts) {
+        let kept = reading
+            .char_indices()
+            .nth(keep_chars as usize)
+            .map(|(i, _)| i);
+        match kept {
+            Some(i) => reading.truncate(i),
+            None if reading.chars().count() == keep_chars as usize => {}
+            None => {
+                return Err(bad(format!(
+                    "a reading shares {keep_chars} characters with one of {}",
+                    reading.chars().count()
+                )))
+            }
+        }
+        reading.push_str(line()?);
+        let kana = katakana(&reading);
+        for _ in 0..count {
+            let surface = match line()? {
+                "" => reading.as_str(),
+                KATAKANA => kana.as_str(),
+                s => s,
+            };
+            let class = Class {
+                lid: lid[e],
+                rid: rid[e].wrapping_add(lid[e]),
+                cost: cost[e] as i16,
+            };
+            e += 1;
+            match keep(&reading, surface, class, connection) {
+                Err(reason) => reason.count(&mut skipped),
+                Ok(()) => entries.push(MozcEntry {
+                    reading: reading.clone(),
+                    surface: surface.to_string(),
+                    class,
+                }),
+            }
+        }
+    }
+    if lines.next().is_some() {
+        return Err(bad(
+            "the text column holds more lines than its entries".into()
+        ));
+    }
+    Ok((version, entries, skipped))
+}
+
 enum Reason {
     Empty,
     OutOfRange,
@@ -383,7 +616,7 @@ fn keep(reading: &str, surface: &str, class: Class, connection: &Connection) -> 
         Err(Reason::OutOfRange)
     } else if [reading, surface]
         .iter()
-        .any(|s| s.contains(['\t', '\n', '\r']))
+        .any(|s| s.chars().any(char::is_control))
     {
         Err(Reason::Malformed)
     } else {
@@ -744,6 +977,65 @@ mod tests {
         let back = MozcDictionary::read(out.path()).unwrap();
         assert_eq!(back.entries, d.entries);
         assert_eq!(back.connection.costs, d.connection.costs);
+    }
+
+    /// The columns keep every entry in order (a reading's surfaces as itself, in katakana, and
+    /// neither; readings sharing prefixes; one reading met twice apart), and a folder packed
+    /// before them, with the entries as text lines, still reads the same.
+    #[test]
+    fn columns_and_older_text_lines_read_the_same_entries() {
+        let e = |reading: &str, surface: &str, c: Class| MozcEntry {
+            reading: reading.into(),
+            surface: surface.into(),
+            class: c,
+        };
+        let entries = vec![
+            e("あいう", "あいう", class(1, 2, 10)),
+            e("あいう", "アイウ", class(3, 0, 0)),
+            e("あいう", "藍鵜", class(0, 3, 9000)),
+            e("あいえ", "アイエー", class(2, 2, 5)),
+            e("か", "可", class(1, 1, 1)),
+            e("あいう", "愛う", class(2, 1, 7)),
+        ];
+        let (lsize, rsize) = (4, 4);
+        let d = MozcDictionary {
+            entries: entries.clone(),
+            connection: Connection::new(lsize, rsize, (0..16).collect()).unwrap(),
+            version: "1.2".into(),
+            skipped: Skipped::default(),
+        };
+        let dir = tempfile::tempdir().unwrap();
+        d.write(dir.path()).unwrap();
+        let back = MozcDictionary::read(dir.path()).unwrap();
+        assert_eq!(
+            (back.entries, back.version),
+            (entries.clone(), "1.2".into())
+        );
+
+        // The text lines of an older folder; writing again replaces them with the columns.
+        std::fs::remove_file(dir.path().join(ENTRIES_FILE)).unwrap();
+        let mut text = format!("{TEXT_HEADER}\t1.2\n");
+        for e in &entries {
+            let c = e.class;
+            text += &format!(
+                "{}\t{}\t{}\t{}\t{}\n",
+                e.reading, e.surface, c.lid, c.rid, c.cost
+            );
+        }
+        crate::model::write_gz_text(&dir.path().join(ENTRIES_TEXT_FILE), &text).unwrap();
+        assert!(MozcDictionary::present(dir.path()));
+        let old = MozcDictionary::read(dir.path()).unwrap();
+        assert_eq!(old.entries, entries);
+        old.write(dir.path()).unwrap();
+        assert!(!dir.path().join(ENTRIES_TEXT_FILE).exists());
+        assert_eq!(MozcDictionary::read(dir.path()).unwrap().entries, entries);
+
+        // A surface that is a control character would read back as the katakana mark: such
+        // entries are skipped at reading, as tabs and newlines were.
+        assert!(matches!(
+            keep("あ", KATAKANA, class(1, 1, 1), &d.connection),
+            Err(Reason::Malformed)
+        ));
     }
 
     /// splitmix64, the seeded source of the fuzz test's mutations.

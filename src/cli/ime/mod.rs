@@ -1401,6 +1401,7 @@ fn pack(model: &Path, data: &Path, out: &Path, parts: PackParts) -> anyhow::Resu
         None => {
             for f in [
                 fastsoftmax_ime::mozc::ENTRIES_FILE,
+                fastsoftmax_ime::mozc::ENTRIES_TEXT_FILE,
                 fastsoftmax_ime::mozc::MATRIX_FILE,
             ] {
                 let path = out.join(f);
