@@ -72,26 +72,25 @@ if [ "$STAGE" = train ]; then
     # Students train two at a time, one thread each: train-nmt keeps about one of the two
     # cores busy (its products are too small to split well), so a pair takes about the time
     # of one run. Direct and distilled share the setting, so they share the budget too.
-    train "$student" "$data" "$src" "$tgt" "$RUNS/$p-direct" --threads 1 &
-    a=$!
-    train "$student" "$data" "$src" "$tgt" "$RUNS/$p-distilled-tiny" --threads 1 \
-      --distilled "$RUNS/$p-distilled" &
-    b=$!
-    wait $a
-    wait $b
-    # Figure 1's other shapes, distilled: the tiny shape with LSTM cells, and a micro GRU
-    # (128-wide embeddings, 256-wide states); the LSTM, far ahead of the GRU, also direct.
+    # The queue keeps both cores busy: a finished (or resumed-short) run frees its slot for
+    # the next. Tanaka adds Figure 1's other shapes: the tiny shape with LSTM cells
+    # (distilled, and direct: it is far ahead of the GRU), and a micro GRU (128-wide
+    # embeddings, 256-wide states), distilled.
+    students=("$student $p-direct" "$student $p-distilled-tiny distilled")
     if [ "$p" = tanaka ]; then
-      pids=()
-      for shape in tiny-lstm micro; do
-        train "experiments/configs/tanaka-$shape.json" "$data" "$src" "$tgt" \
-          "$RUNS/$p-distilled-$shape" --threads 1 --distilled "$RUNS/$p-distilled" &
-        pids+=($!)
-      done
-      for pid in "${pids[@]}"; do wait "$pid"; done
-      train experiments/configs/tanaka-tiny-lstm.json "$data" "$src" "$tgt" \
-        "$RUNS/$p-direct-tiny-lstm" --threads 1
+      students+=("experiments/configs/tanaka-tiny-lstm.json $p-distilled-tiny-lstm distilled"
+        "experiments/configs/tanaka-micro.json $p-distilled-micro distilled"
+        "experiments/configs/tanaka-tiny-lstm.json $p-direct-tiny-lstm")
     fi
+    for s in "${students[@]}"; do
+      read -r config name how <<<"$s"
+      args=(--threads 1)
+      [ -z "$how" ] || args+=(--distilled "$RUNS/$p-distilled")
+      if finished "$RUNS/$name"; then continue; fi
+      while [ "$(jobs -rp | wc -l)" -ge 2 ]; do wait -n || true; done
+      train "$config" "$data" "$src" "$tgt" "$RUNS/$name" "${args[@]}" &
+    done
+    wait
   done
 fi
 
