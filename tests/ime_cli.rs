@@ -182,7 +182,7 @@ fn packs_a_trained_lstm_into_a_converter_folder() {
     );
     let (ok, out, err) = cli(&["ime", "pack", "--model", r, "--data", data, "--out", p]);
     assert!(ok, "{err}");
-    assert!(out.contains("int8 rows"), "{out}");
+    assert!(out.contains("4-bit rows"), "{out}");
     for f in [
         "manifest.json",
         "model.safetensors",

@@ -149,6 +149,17 @@ fn int8_artifact_serves_translations_close_to_f32() {
     assert!(!ok && err.contains("already quantized"), "{err}");
     let (ok, _, err) = cli(&["quantize", "--model", &s(&out), "--out", &s(&out)]);
     assert!(!ok, "{err}");
+    // 4-bit rows are for language models.
+    let (ok, _, err) = cli(&[
+        "quantize",
+        "--model",
+        &s(&f32_dir),
+        "--to",
+        "int4",
+        "--out",
+        &s(&tmp.path().join("int4")),
+    ]);
+    assert!(!ok && err.contains("int8 or int16"), "{err}");
 
     // A format from a newer engine is refused with a version error, not misread.
     let next = fastsoftmax_translate::artifact::FORMAT_VERSION + 1;
@@ -171,8 +182,8 @@ fn int8_artifact_serves_translations_close_to_f32() {
 
 /// A language model's vocabulary rows stored as int8: under half the bytes, the same best word
 /// after a few steps and logits within a small fraction of their spread; its heads come along,
-/// bound to the rounded output layer, their word-row tables int8; an int8 model and int16 are
-/// refused.
+/// bound to the rounded output layer, their word-row tables int8. As 4-bit rows: smaller still,
+/// and it serves. A quantized model and int16 are refused.
 #[test]
 fn a_language_model_is_stored_with_int8_rows() {
     use fastsoftmax_infer::heads::DsHead;
@@ -278,7 +289,7 @@ fn a_language_model_is_stored_with_int8_rows() {
         &s(&tmp.path().join("y")),
     ]);
     assert!(
-        !ok && err.contains("already stores its vocabulary rows as int8"),
+        !ok && err.contains("already stores its vocabulary rows quantized"),
         "{err}"
     );
     let (ok, _, err) = cli(&[
@@ -290,5 +301,33 @@ fn a_language_model_is_stored_with_int8_rows() {
         "--out",
         &s(&tmp.path().join("x")),
     ]);
-    assert!(!ok && err.contains("int8 only"), "{err}");
+    assert!(!ok && err.contains("int8 or 4-bit rows"), "{err}");
+
+    // 4-bit rows: the embedding and output rows in half of int8's bytes; the model and its
+    // heads load and verify, and its first prediction still has finite scores.
+    let out4 = tmp.path().join("int4");
+    let (ok, stdout, err) = cli(&[
+        "quantize",
+        "--model",
+        &s(&lm),
+        "--to",
+        "int4",
+        "--out",
+        &s(&out4),
+    ]);
+    assert!(ok && stdout.contains("rows 4-bit"), "{stdout}{err}");
+    assert!(
+        size(&out4) < size(&out),
+        "{} vs {}",
+        size(&out4),
+        size(&out)
+    );
+    let (ok, stdout, err) = cli(&["verify", "--model", &s(&out4)]);
+    assert!(ok && !stdout.contains("FAIL"), "{stdout}{err}");
+    let m4 = LanguageModel::load(&out4).unwrap();
+    let mut st = m4.new_state();
+    m4.step(m4.encode_words("the")[0], &mut st).unwrap();
+    let mut l4 = vec![0.0f32; vocab];
+    m4.full_head().logits_into(st.context(), &mut l4);
+    assert!(l4.iter().all(|x| x.is_finite()));
 }

@@ -15,7 +15,7 @@ const MODELS: [&str; 3] = [
     IME,
 ];
 
-/// The Japanese converter: the LSTM (int8 vocabulary rows) and its lexicon.
+/// The Japanese converter: the LSTM (4-bit vocabulary rows) and its lexicon.
 const IME: &str = "assets/models/ime-ja";
 
 fn root() -> PathBuf {

@@ -1,6 +1,6 @@
 //! A converter as an app ships it: one folder with the LSTM language model (infer's artifact,
-//! `manifest.json` + `model.safetensors`, int8 rows or f32) and `lexicon.tsv.gz`, the words
-//! outside the model's vocabulary.
+//! `manifest.json` + `model.safetensors`, 4-bit or int8 rows, or f32) and `lexicon.tsv.gz`, the
+//! words outside the model's vocabulary.
 //!
 //! `lexicon.tsv.gz` (gzip, UTF-8): a first line `#lm-sha256<TAB>HEX` naming the weights it was
 //! built with (a lexicon beside another model is refused), then `reading<TAB>display<TAB>count`:
@@ -197,8 +197,7 @@ pub fn read_lexicon(dir: &Path) -> Result<Vec<Entry>> {
     let file = GzText::read(&path, file, HEADER, "HEX", "re-run `ime pack`")?;
     if file.value != weights_digest(dir)? {
         return Err(file.error(format!(
-            "built for another language model than {} (its weights' SHA-256 differs); \
-             re-run `ime pack` with this model",
+            "built for another language model than {} (its weights' SHA-256 differs)",
             dir.join(WEIGHTS_FILE).display()
         )));
     }

@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use fastsoftmax_infer::files::{self, FileCheck};
-use fastsoftmax_infer::model::artifact::{LmWeights, MANIFEST_FILE, WEIGHTS_FILE};
+use fastsoftmax_infer::model::artifact::{LmWeights, RowStorage, MANIFEST_FILE, WEIGHTS_FILE};
 use fastsoftmax_infer::LanguageModel;
 
 mod common;
@@ -41,19 +41,25 @@ fn round_trip_is_exact() {
     assert!(err.contains("outside the vocabulary"), "{err}");
 }
 
-/// int8 storage: the vocabulary matrices come back within half a quantization step of each
-/// row, the rest exactly; a missing scale is an error that names it.
+/// int8 and 4-bit storage: the vocabulary matrices come back within half a quantization step
+/// of each row, the rest exactly; a missing scale is an error that names it.
 #[test]
-fn int8_storage_round_trips_within_rounding() {
+fn int8_and_int4_storage_round_trip_within_rounding() {
+    for (rows, levels, version) in [(RowStorage::Int8, 127.0, 2), (RowStorage::Int4, 7.0, 3)] {
+        row_storage_round_trips(rows, levels, version);
+    }
+}
+
+fn row_storage_round_trips(rows: RowStorage, levels: f32, version: u32) {
     let dir = tempfile::tempdir().unwrap();
     let w = fixture();
-    w.save_int8(dir.path()).unwrap();
+    w.save_as(dir.path(), rows).unwrap();
     let back = LmWeights::load(dir.path()).unwrap();
     assert_eq!(back.layers, w.layers);
     assert_eq!(back.output_bias, w.output_bias);
     let d = w.spec.d_embed;
     for (a, b) in w.embedding.chunks(d).zip(back.embedding.chunks(d)) {
-        let step = a.iter().fold(0.0f32, |m, x| m.max(x.abs())) / 127.0;
+        let step = a.iter().fold(0.0f32, |m, x| m.max(x.abs())) / levels;
         for (x, y) in a.iter().zip(b) {
             assert!((x - y).abs() <= 0.5 * step + 1e-7, "{x} vs {y}");
         }
@@ -64,7 +70,7 @@ fn int8_storage_round_trips_within_rounding() {
     );
     let manifest: serde_json::Value =
         serde_json::from_slice(&std::fs::read(dir.path().join(MANIFEST_FILE)).unwrap()).unwrap();
-    assert_eq!(manifest["format_version"], 2);
+    assert_eq!(manifest["format_version"], version);
 
     // Rewrite the weights without the scale (and the digest to match): refused by name.
     let bytes = std::fs::read(dir.path().join(WEIGHTS_FILE)).unwrap();

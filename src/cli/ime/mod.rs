@@ -188,7 +188,7 @@ enum Action {
         title: String,
     },
     /// Pack a trained LSTM (a `train-lm` folder) and its lexicon into one converter folder an
-    /// app ships: the model with int8 vocabulary matrices (a quarter of the size) and
+    /// app ships: the model with 4-bit vocabulary rows (an eighth of the size; --rows) and
     /// `lexicon.tsv.gz` (the words outside its vocabulary, from DATA). `ime eval|convert --lm
     /// lstm --model OUT` then needs no DATA.
     Pack {
@@ -201,9 +201,11 @@ enum Action {
         /// The converter folder to write (e.g. assets/models/ime-ja).
         #[arg(long)]
         out: PathBuf,
-        /// Keep the weights in f32 (four times the size of the default int8 rows).
-        #[arg(long)]
-        f32: bool,
+        /// How the LSTM's embedding and output rows are stored (widened to f32 on load): 4-bit
+        /// rows convert the shipped converter's dev sentences as well as int8 rows did, at half
+        /// their size.
+        #[arg(long, value_enum, default_value_t = PackRows::Int4)]
+        rows: PackRows,
         /// Ship a unigram adaptation toward these word frequencies (`word<TAB>centibels`,
         /// DATA/wordfreq.tsv from `data fetch ja`), applied whenever the converter loads.
         #[arg(long, value_name = "FILE")]
@@ -1316,10 +1318,30 @@ fn latency(
     })
 }
 
-/// What `ime pack` writes beside the LSTM: its rows in f32 (else int8), the unigram adaptation
+/// `ime pack --rows`: the storage of the LSTM's vocabulary rows.
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub enum PackRows {
+    /// 4 bits a value, one f32 scale a row.
+    Int4,
+    /// One byte a value, one f32 scale a row.
+    Int8,
+    F32,
+}
+
+impl From<PackRows> for fastsoftmax_infer::model::RowStorage {
+    fn from(r: PackRows) -> Self {
+        match r {
+            PackRows::Int4 => Self::Int4,
+            PackRows::Int8 => Self::Int8,
+            PackRows::F32 => Self::F32,
+        }
+    }
+}
+
+/// What `ime pack` writes beside the LSTM: its rows' storage, the unigram adaptation
 /// (`--adapt`, β), Mozc's dictionary, the trigram model, the beam.
 struct PackParts {
-    f32: bool,
+    rows: PackRows,
     adapt: Option<(PathBuf, f32)>,
     mozc: Option<MozcPack>,
     trigram: Option<TrigramPack>,
@@ -1345,7 +1367,7 @@ struct MozcPack {
 /// and its provenance files.
 fn pack(model: &Path, data: &Path, out: &Path, parts: PackParts) -> anyhow::Result<()> {
     let PackParts {
-        f32,
+        rows,
         adapt,
         mozc,
         trigram,
@@ -1362,11 +1384,7 @@ fn pack(model: &Path, data: &Path, out: &Path, parts: PackParts) -> anyhow::Resu
     // Mozc's dictionary holds ipadic's words (with the same conversions on the dev sentences,
     // and a third of the lexicon file): a converter with it ships no ipadic list.
     let extra = extra_entries(data, &counts, in_vocab, mozc.is_none())?;
-    if f32 {
-        weights.save(out)?;
-    } else {
-        weights.save_int8(out)?;
-    }
+    weights.save_as(out, rows.into())?;
     fastsoftmax_ime::model::write_lexicon(out, &extra)?;
     let shift_file = out.join(fastsoftmax_ime::adapt::SHIFT_FILE);
     match &shift {
@@ -1461,7 +1479,11 @@ fn pack(model: &Path, data: &Path, out: &Path, parts: PackParts) -> anyhow::Resu
         "{}: {} words in the language model ({}), {} lexicon entries over {} readings{}",
         out.display(),
         check.lm.vocab().len(),
-        if f32 { "f32" } else { "int8 rows" },
+        match rows {
+            PackRows::Int4 => "4-bit rows",
+            PackRows::Int8 => "int8 rows",
+            PackRows::F32 => "f32",
+        },
         check.lexicon.len(),
         check.lexicon.readings(),
         match &check.shift {
@@ -1485,7 +1507,7 @@ pub fn run(a: ImeArgs) -> anyhow::Result<()> {
             model,
             data,
             out,
-            f32,
+            rows,
             adapt,
             adapt_beta,
             mozc,
@@ -1522,7 +1544,7 @@ pub fn run(a: ImeArgs) -> anyhow::Result<()> {
                 max_reading: mozc_max_reading.unwrap_or(usize::MAX),
             });
             let parts = PackParts {
-                f32,
+                rows,
                 adapt: adapt.map(|a| (a, adapt_beta)),
                 mozc,
                 trigram,

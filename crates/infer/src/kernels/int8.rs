@@ -95,6 +95,42 @@ pub fn widen_rows(q: &[u8], inv_scale: &[f32], d: usize) -> Vec<f32> {
         .collect()
 }
 
+/// Row-major `rows` `[n, d]` quantized per row to 4 bits for storage: each row's values
+/// `round(W[r] · 7 / max|W[r]|)` in `[−7, 7]`, two to a byte (the first in the low nibble, a
+/// row of odd `d` padded with a zero nibble), and each row's `max|W[r]| / 7`. An eighth of f32's
+/// bytes; [`widen_rows_int4`] reads them back.
+pub fn quantize_rows_int4(rows: &[f32], d: usize) -> (Vec<u8>, Vec<f32>) {
+    let d = d.max(1);
+    let mut packed = Vec::with_capacity(rows.len().div_ceil(2));
+    let mut inv = Vec::with_capacity(rows.len() / d);
+    for w in rows.chunks_exact(d) {
+        let max = w.iter().fold(0.0f32, |m, x| m.max(x.abs()));
+        let s = if max > 0.0 { 7.0 / max } else { 1.0 };
+        let q = |x: f32| ((x * s).round_ties_even().clamp(-7.0, 7.0) as i8 as u8) & 0x0f;
+        packed.extend(
+            w.chunks(2)
+                .map(|p| q(p[0]) | p.get(1).map_or(0, |&x| q(x) << 4)),
+        );
+        inv.push(if max > 0.0 { max / 7.0 } else { 0.0 });
+    }
+    (packed, inv)
+}
+
+/// The inverse of [`quantize_rows_int4`]: rows of `d.div_ceil(2)` bytes widened to f32 `[n, d]`,
+/// each value times its row's `inv_scale`.
+pub fn widen_rows_int4(packed: &[u8], inv_scale: &[f32], d: usize) -> Vec<f32> {
+    let nibble = |b: u8| ((b << 4) as i8 >> 4) as f32;
+    packed
+        .chunks_exact(d.div_ceil(2).max(1))
+        .zip(inv_scale)
+        .flat_map(|(row, &s)| {
+            row.iter()
+                .flat_map(move |&b| [nibble(b) * s, nibble(b >> 4) * s])
+                .take(d)
+        })
+        .collect()
+}
+
 impl Int8Matrix {
     /// Quantizes row-major `rows` `[n, d]` with `bias` `[n]`; `ids` maps row → word id.
     pub fn new(rows: &[f32], bias: &[f32], d: usize, ids: Option<Vec<u32>>) -> Self {
@@ -531,6 +567,30 @@ mod vnni {
 mod tests {
     use super::*;
     use crate::kernels::seeded_values as values;
+
+    /// 4-bit rows read back within half a step of each row's scale, at even and odd widths; a
+    /// zero row stays zero, and a row's largest value is exact.
+    #[test]
+    fn int4_rows_round_trip_within_half_a_step() {
+        for (n, d) in [(1, 1), (5, 7), (9, 256)] {
+            let mut w = values(n * d, 4);
+            w[..d].fill(0.0);
+            let (packed, inv) = quantize_rows_int4(&w, d);
+            assert_eq!((packed.len(), inv.len()), (n * d.div_ceil(2), n));
+            let back = widen_rows_int4(&packed, &inv, d);
+            assert_eq!(back.len(), n * d);
+            for (r, (row, got)) in w.chunks(d).zip(back.chunks(d)).enumerate() {
+                let max = row.iter().fold(0.0f32, |m, x| m.max(x.abs()));
+                assert!((inv[r] - max / 7.0).abs() <= f32::EPSILON * max);
+                for (x, y) in row.iter().zip(got) {
+                    assert!((x - y).abs() <= inv[r] / 2.0 + 1e-6, "{x} vs {y}");
+                }
+                let at = row.iter().position(|x| x.abs() == max).unwrap();
+                assert!((got[at] - row[at]).abs() <= 1e-6 * max.max(1.0));
+            }
+            assert!(back[..d].iter().all(|&x| x == 0.0));
+        }
+    }
 
     #[test]
     fn int8_logits_are_close_to_f32_and_every_path_sums_the_same_integers() {

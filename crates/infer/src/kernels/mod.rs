@@ -28,7 +28,9 @@ pub use activations::{sigmoid, tanh, tanh_in_place};
 pub use attention::attend;
 pub use exp::{exp_nonpositive, log_sum_exp, log_sum_exp_top_k};
 pub use int16::{int16_levels, quantize_matrix16, Int16Matrix};
-pub use int8::{quantize_rows, widen_rows, Int8Matrix, Quantized};
+pub use int8::{
+    quantize_rows, quantize_rows_int4, widen_rows, widen_rows_int4, Int8Matrix, Quantized,
+};
 pub use panel::PackedMatrix;
 pub(crate) use vecmat::vecmat;
 pub use vecmat::vecmat_naive;

@@ -15,6 +15,9 @@
 //! as I8 rows with an F32 `name.scale` `[vocab]` (one scale per row, as the translator's int8
 //! artifacts): a quarter of the size where they dominate, for shipping. The engine widens them
 //! back to f32 on load (format v2; f32 artifacts stay v1, so older engines keep reading them).
+//! [`RowStorage::Int4`] stores them as 4-bit rows, `name` U8 `[vocab, ⌈d/2⌉]` (two values a
+//! byte, [`crate::kernels::quantize_rows_int4`]) with the same `name.scale`: an eighth of f32
+//! (format v3).
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -28,12 +31,36 @@ use crate::model::vocab::Vocab;
 pub const MANIFEST_FILE: &str = "manifest.json";
 pub const WEIGHTS_FILE: &str = "model.safetensors";
 pub const FORMAT: &str = "fastsoftmax-lm";
-pub const FORMAT_VERSION: u32 = 2;
+pub const FORMAT_VERSION: u32 = 3;
 /// The version of an artifact whose vocabulary matrices are int8 rows ([`LmWeights::save_int8`]);
 /// an f32 one is version 1.
 pub const INT8_FORMAT_VERSION: u32 = 2;
-/// Matrices stored as int8 rows (a version-2 artifact).
+/// The version of an artifact whose vocabulary matrices are 4-bit rows.
+pub const INT4_FORMAT_VERSION: u32 = 3;
+/// Matrices stored as int8 or 4-bit rows (a version-2 or -3 artifact).
 const INT8_MATRICES: [&str; 2] = ["embedding", "output.weight"];
+
+/// How an artifact stores its vocabulary matrices (`embedding`, `output.weight`); every other
+/// tensor is f32. Loading widens rows to f32, so the model's answers shift by the rounding only.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RowStorage {
+    F32,
+    /// One byte a value, one f32 scale a row: a quarter of f32.
+    Int8,
+    /// Half a byte a value, one f32 scale a row: an eighth of f32.
+    Int4,
+}
+
+impl RowStorage {
+    /// The manifest's format version for this storage: the oldest engine that reads it.
+    fn format_version(self) -> u32 {
+        match self {
+            RowStorage::F32 => 1,
+            RowStorage::Int8 => INT8_FORMAT_VERSION,
+            RowStorage::Int4 => INT4_FORMAT_VERSION,
+        }
+    }
+}
 
 /// Recurrent cell type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -192,17 +219,18 @@ impl LmWeights {
 
     /// Writes `manifest.json` and `model.safetensors` into `dir`, each atomically.
     pub fn save(&self, dir: &Path) -> Result<()> {
-        self.write(dir, false)
+        self.save_as(dir, RowStorage::F32)
     }
 
     /// As [`LmWeights::save`], with `embedding` and `output.weight` stored as int8 rows (one
     /// f32 scale per row): about a quarter of the size of a large-vocabulary model. Loading
     /// widens them to f32, so the model's answers shift by the rounding only.
     pub fn save_int8(&self, dir: &Path) -> Result<()> {
-        self.write(dir, true)
+        self.save_as(dir, RowStorage::Int8)
     }
 
-    fn write(&self, dir: &Path, int8: bool) -> Result<()> {
+    /// As [`LmWeights::save`], with `embedding` and `output.weight` stored as `rows` says.
+    pub fn save_as(&self, dir: &Path, rows: RowStorage) -> Result<()> {
         use safetensors::{tensor::TensorView, Dtype};
         self.validate(dir)?;
         std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
@@ -212,18 +240,25 @@ impl LmWeights {
         let mut owned: Vec<(String, Dtype, Vec<usize>, Vec<u8>)> = Vec::new();
         for (name, data) in self.tensors() {
             let shape = shapes[&name].clone();
-            if int8 && INT8_MATRICES.contains(&name.as_str()) {
-                let (q, scale) = crate::kernels::quantize_rows(data, shape[1]);
-                let rows = shape[0];
-                owned.push((
-                    name.clone(),
-                    Dtype::I8,
-                    shape,
-                    q.iter().map(|&x| x as u8).collect(),
-                ));
-                owned.push((format!("{name}.scale"), Dtype::F32, vec![rows], le(&scale)));
-            } else {
-                owned.push((name, Dtype::F32, shape, le(data)));
+            // Only the vocabulary matrices are quantized, so `shape` is `[n, d]` in those arms.
+            let (n, d) = (shape[0], shape.get(1).copied().unwrap_or(1));
+            let (dtype, shape, bytes, scale) = match rows {
+                _ if !INT8_MATRICES.contains(&name.as_str()) => (Dtype::F32, shape, le(data), None),
+                RowStorage::F32 => (Dtype::F32, shape, le(data), None),
+                RowStorage::Int8 => {
+                    let (q, scale) = crate::kernels::quantize_rows(data, d);
+                    let q = q.iter().map(|&x| x as u8).collect();
+                    (Dtype::I8, shape, q, Some(scale))
+                }
+                RowStorage::Int4 => {
+                    let (q, scale) = crate::kernels::quantize_rows_int4(data, d);
+                    (Dtype::U8, vec![n, d.div_ceil(2)], q, Some(scale))
+                }
+            };
+            let scale_name = format!("{name}.scale");
+            owned.push((name, dtype, shape, bytes));
+            if let Some(scale) = scale {
+                owned.push((scale_name, Dtype::F32, vec![n], le(&scale)));
             }
         }
         let views = owned
@@ -241,7 +276,7 @@ impl LmWeights {
         write_atomic(&dir.join(WEIGHTS_FILE), &bytes)?;
         let manifest = Manifest {
             format: FORMAT.into(),
-            format_version: if int8 { INT8_FORMAT_VERSION } else { 1 },
+            format_version: rows.format_version(),
             spec: self.spec,
             vocab: self.vocab.words().to_vec(),
             sha256: [(WEIGHTS_FILE.to_string(), files::sha256_hex(&bytes))].into(),
@@ -335,20 +370,26 @@ impl LmWeights {
                     format!("tensor `{name}` is missing; manifest.json and model.safetensors belong to different models"),
                 )
             })?;
-            let int8 = t.dtype() == safetensors::Dtype::I8
-                && manifest.format_version >= INT8_FORMAT_VERSION
-                && INT8_MATRICES.contains(&name);
-            if (t.dtype() != safetensors::Dtype::F32 && !int8) || t.shape() != shape {
+            let rows = INT8_MATRICES.contains(&name);
+            let v = manifest.format_version;
+            let int8 = t.dtype() == safetensors::Dtype::I8 && rows && v >= INT8_FORMAT_VERSION;
+            let int4 = t.dtype() == safetensors::Dtype::U8 && rows && v >= INT4_FORMAT_VERSION;
+            let stored = if int4 {
+                vec![shape[0], shape[1].div_ceil(2)]
+            } else {
+                shape.to_vec()
+            };
+            if (t.dtype() != safetensors::Dtype::F32 && !int8 && !int4) || t.shape() != stored {
                 return Err(bad(format!(
                     "tensor `{name}` is {:?} {:?}, the manifest's dimensions need F32 {shape:?}; the files belong to different models",
                     t.dtype(),
                     t.shape()
                 )));
             }
-            if !int8 {
+            if !int8 && !int4 {
                 return Ok(files::f32_values(t.data()));
             }
-            // int8 rows: each widened by its row's scale.
+            // int8 or 4-bit rows: each widened by its row's scale.
             let scale = st
                 .tensor(&format!("{name}.scale"))
                 .ok()
@@ -356,11 +397,15 @@ impl LmWeights {
                 .map(|s| files::f32_values(s.data()))
                 .ok_or_else(|| {
                     bad(format!(
-                        "int8 tensor `{name}` needs an F32 `{name}.scale` of {} values; the file is corrupt — re-export the model",
+                        "int8 or 4-bit tensor `{name}` needs an F32 `{name}.scale` of {} values; the file is corrupt — re-export the model",
                         shape[0]
                     ))
                 })?;
-            Ok(crate::kernels::widen_rows(t.data(), &scale, shape[1]))
+            Ok(if int4 {
+                crate::kernels::widen_rows_int4(t.data(), &scale, shape[1])
+            } else {
+                crate::kernels::widen_rows(t.data(), &scale, shape[1])
+            })
         };
         let shapes = Self::expected_shapes(&spec);
         let mut it = shapes.iter().map(|(n, s)| get(n, s));

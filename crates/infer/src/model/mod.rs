@@ -7,7 +7,7 @@ pub mod contexts;
 pub mod lm;
 pub mod vocab;
 
-pub use artifact::{Cell, LmSpec, LmWeights};
+pub use artifact::{Cell, LmSpec, LmWeights, RowStorage};
 pub use contexts::{collect_contexts, Contexts};
 pub use lm::{LanguageModel, LmState};
 pub use vocab::Vocab;
