@@ -31,9 +31,10 @@ pub struct TrainLmArgs {
     /// Continue the run in OUT from its last checkpoint.
     #[arg(long)]
     resume: bool,
-    /// Start from a trained model (a `train-lm` output folder): its vocabulary and best
-    /// weights, e.g. to fine-tune a general model on in-domain text with a lower learning rate.
-    /// The config's model section must match it.
+    /// Start from a trained model: its vocabulary and weights, e.g. to fine-tune a general
+    /// model on in-domain text with a lower learning rate. A `train-lm` output folder gives its
+    /// best checkpoint; any other model folder (a shipped one, its rows int8 or 4-bit) the
+    /// weights it serves, widened to f32. The config's model section must match it.
     #[arg(long, value_name = "DIR")]
     init: Option<PathBuf>,
     /// burn backend: flex (default), ndarray or wgpu (the latter two need the cargo feature).

@@ -182,7 +182,16 @@ pub fn train(cfg: &ExperimentConfig, opts: &TrainOptions, device: &Device) -> Re
     device.seed(cfg.train.seed);
     let mut model = cfg.model.init(vocab.len(), device);
     if let (Some(dir), false) = (&opts.init, opts.resume) {
-        model = load_module(model, &dir.join(BEST)).map_err(|e| {
+        // A `train-lm` folder keeps burn's checkpoint; any other model folder (a shipped one,
+        // its rows int8 or 4-bit) is read through the engine's artifact, widened to f32.
+        model = if dir.join(BEST).exists() {
+            load_module(model, &dir.join(BEST))
+        } else {
+            fastsoftmax_infer::model::LmWeights::load(dir)
+                .map_err(Error::from)
+                .and_then(|w| crate::export::from_weights(model, &w, device))
+        }
+        .map_err(|e| {
             Error::Invalid(format!(
                 "--init {}: {e}; its model section must equal the config's",
                 dir.display()

@@ -320,3 +320,74 @@ fn wgpu_training_steps_reduce_the_loss() {
     assert!(losses.iter().all(|l| l.is_finite()), "{losses:?}");
     assert!(losses[4] < losses[0], "{losses:?}");
 }
+
+/// The artifact reads back into burn as it was exported (tied and untied, LSTM and GRU), a
+/// config of another shape is refused by name, and `--init` from a folder without burn's
+/// checkpoint (a model stored with 4-bit rows) trains on from the weights it serves.
+#[test]
+fn artifact_weights_read_back_into_burn_and_train_on() {
+    let _seeded = SEEDED.lock().unwrap_or_else(|e| e.into_inner());
+    let device = Device::flex();
+    let vocab = fixture_vocab(40);
+    for (cell, tied) in [(Cell::Lstm, false), (Cell::Gru, false), (Cell::Lstm, true)] {
+        device.seed(5);
+        let config = lm_config(cell, tied);
+        let w = export::to_weights(&config.init(vocab.len(), &device), &vocab);
+        device.seed(6);
+        let fresh = config.init(vocab.len(), &device);
+        assert_ne!(
+            export::to_weights(&fresh, &vocab),
+            w,
+            "the seeds should differ"
+        );
+        let back = export::from_weights(fresh, &w, &device).unwrap();
+        assert_eq!(export::to_weights(&back, &vocab), w, "{cell:?} tied={tied}");
+    }
+    let w = export::to_weights(&lm_config(Cell::Lstm, false).init(40, &device), &vocab);
+    let wider = LmConfig {
+        d_hidden: 24,
+        ..lm_config(Cell::Lstm, false)
+    };
+    let e = export::from_weights(wider.init(40, &device), &w, &device)
+        .expect_err("refused")
+        .to_string();
+    assert!(e.contains("make the config's model section match"), "{e}");
+
+    // --init from a 4-bit folder: the first epoch starts from its weights (a validation
+    // perplexity far below a fresh model's), the run's vocabulary is the folder's.
+    let dir = tempfile::tempdir().unwrap();
+    let (tr, va) = write_corpus(dir.path());
+    let autodiff = Device::flex().autodiff();
+    let trained = train(
+        &train_config(3),
+        &options(dir.path(), &tr, &va, false),
+        &autodiff,
+    )
+    .unwrap();
+    let shipped = dir.path().join("shipped");
+    fastsoftmax_infer::model::LmWeights::load(&dir.path().join("run"))
+        .unwrap()
+        .save_as(&shipped, fastsoftmax_infer::model::RowStorage::Int4)
+        .unwrap();
+    let tuned_dir = dir.path().join("tuned");
+    std::fs::create_dir_all(&tuned_dir).unwrap();
+    let opts = TrainOptions {
+        init: Some(shipped),
+        ..options(&tuned_dir, &tr, &va, false)
+    };
+    let tuned = train(&train_config(1), &opts, &autodiff).unwrap();
+    let fresh = train(
+        &train_config(1),
+        &options(&dir.path().join("fresh"), &tr, &va, false),
+        &autodiff,
+    )
+    .unwrap();
+    let best = trained.epochs.last().unwrap().valid_ppl;
+    assert!(
+        tuned.epochs[0].valid_ppl < fresh.epochs[0].valid_ppl
+            && tuned.epochs[0].valid_ppl < 2.0 * best,
+        "from 4-bit rows {} · fresh {} · the model's own {best}",
+        tuned.epochs[0].valid_ppl,
+        fresh.epochs[0].valid_ppl
+    );
+}
