@@ -7,13 +7,17 @@
 #   bash experiments/ime_table2.sh [MODEL_DIR [SELF_NORMALISED_MODEL_DIR [F32_MODEL_DIR [ALPHA1_MODEL_DIR]]]]
 #   ONLY=converter bash experiments/ime_table2.sh [MODEL_DIR]
 #
-# The second model (e.g. runs/ime-ft-selfnorm, trained with train.self_norm = 0.1 by the
-# commands in experiments/results/ime.md) gives the self-normalisation rows: no normaliser at
-# all, and its own full softmax for reference. The third (the `train-lm` folder the shipped
-# converter was packed from, runs/ime-lstm-tuned) gives the D-softmax and D-softmax* rows: heads
-# trained on its f32 output layer by `train-head dsoftmax|adaptive` (trained here when missing),
-# against that model's own full softmax. The fourth (runs/ime-ft-selfnorm1: the second trained
-# on with α = 1, commands in results/ime.md) gives the α 1 self-normalisation rows.
+# The second model (runs/ime36/sn-779bc84, trained with train.self_norm = 0.1 by
+# experiments/ime_table2_models.sh) gives the self-normalisation rows: no normaliser at all, and
+# its own full softmax for reference. The third (the converter's LSTM as a `train-lm` folder,
+# runs/ime36/lstm-779bc84, from the same script) gives the D-softmax and D-softmax* rows: heads
+# trained on its output layer by `train-head dsoftmax|adaptive` (trained here when missing),
+# against that model's own full softmax. The fourth (runs/ime36/sn1-779bc84: the second trained
+# on with α = 1) gives the α 1 self-normalisation rows. The committed table:
+#
+#   bash experiments/ime_table2_models.sh
+#   MODEL_REV=779bc84 bash experiments/ime_table2.sh "" runs/ime36/sn-779bc84 \
+#     runs/ime36/lstm-779bc84 runs/ime36/sn1-779bc84
 #
 # MODEL_REV=REV takes the converter assets/models/ime-ja held at git revision REV (extracted to
 # runs/ime/ime-ja-REV) instead of MODEL_DIR (pass "" for it): the committed table's converter
