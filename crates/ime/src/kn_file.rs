@@ -8,10 +8,9 @@
 //! then the values `f32`), then the unigram adaptation's `ln α` (`u32` count, `f32` each; 0 when
 //! not adapted), from which the adapted normalisers are recomputed at load.
 
-use std::io::{Read, Write};
+use std::io::Read;
 use std::path::Path;
 
-use fastsoftmax_infer::files::write_atomic;
 use fastsoftmax_infer::{Error, Result};
 
 use crate::kn::{KeyMap, KnScorer, KneserNey};
@@ -70,11 +69,7 @@ impl KnMixture {
                 out.extend_from_slice(&a.to_le_bytes());
             }
         }
-        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
-        gz.write_all(&out)
-            .and_then(|_| gz.finish())
-            .map_err(|e| Error::io(path, e))
-            .and_then(|bytes| write_atomic(path, &bytes))
+        crate::model::write_gz(path, &out)
     }
 
     /// Reads what [`KnMixture::write`] wrote; every count and id is checked, so a damaged file
@@ -296,11 +291,7 @@ mod tests {
         flate2::read::GzDecoder::new(std::fs::File::open(&path).unwrap())
             .read_to_end(&mut raw)
             .unwrap();
-        let write = |bytes: &[u8]| {
-            let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-            gz.write_all(bytes).unwrap();
-            std::fs::write(&path, gz.finish().unwrap()).unwrap();
-        };
+        let write = |bytes: &[u8]| crate::model::write_gz(&path, bytes).unwrap();
         let named = |e: Error| assert!(e.to_string().contains(TRIGRAM_FILE), "{e}");
         for cut in [0, 3, 8, 20, raw.len() / 2, raw.len() - 1] {
             write(&raw[..cut]);

@@ -226,8 +226,13 @@ pub fn read_lexicon(dir: &Path) -> Result<Vec<Entry>> {
 
 /// Writes `text` gzip'd to `path`, atomically: the converter folder's text files.
 pub(crate) fn write_gz_text(path: &Path, text: &str) -> Result<()> {
+    write_gz(path, text.as_bytes())
+}
+
+/// Writes `bytes` gzip'd (best compression) to `path`, atomically: the converter folder's files.
+pub(crate) fn write_gz(path: &Path, bytes: &[u8]) -> Result<()> {
     let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
-    gz.write_all(text.as_bytes())
+    gz.write_all(bytes)
         .and_then(|_| gz.finish())
         .map_err(|e| Error::io(path, e))
         .and_then(|bytes| write_atomic(path, &bytes))

@@ -29,13 +29,12 @@
 //! - `lid`, `rid − lid` (wrapping) and `cost`: `E` 16-bit numbers each, the low bytes before the
 //!   high bytes (gzip finds more to share in each half than in the pairs).
 
-use std::io::{Read, Write};
+use std::io::Read;
 use std::path::Path;
 
-use fastsoftmax_infer::files::write_atomic;
 use fastsoftmax_infer::{Error, Result};
 
-use crate::model::GzText;
+use crate::model::{write_gz, GzText};
 
 pub const ENTRIES_FILE: &str = "mozc.dic.gz";
 /// The entries as text lines, as converter folders packed before [`ENTRIES_FILE`] hold them.
@@ -303,16 +302,11 @@ impl MozcDictionary {
     /// Writes the converter folder's compact copy (atomically): [`ENTRIES_FILE`] and
     /// [`MATRIX_FILE`]; an older [`ENTRIES_TEXT_FILE`] there is removed.
     pub fn write(&self, dir: &Path) -> Result<()> {
-        let gz = |path: &Path, bytes: &[u8]| {
-            let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
-            gz.write_all(bytes)
-                .and_then(|_| gz.finish())
-                .map_err(|e| Error::io(path, e))
-                .and_then(|bytes| write_atomic(path, &bytes))
-        };
-        let path = dir.join(ENTRIES_FILE);
-        gz(&path, &encode_columns(&self.version, &self.entries))?;
-        gz(&dir.join(MATRIX_FILE), &self.connection.to_bytes())?;
+        write_gz(
+            &dir.join(ENTRIES_FILE),
+            &encode_columns(&self.version, &self.entries),
+        )?;
+        write_gz(&dir.join(MATRIX_FILE), &self.connection.to_bytes())?;
         let old = dir.join(ENTRIES_TEXT_FILE);
         match std::fs::remove_file(&old) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Error::io(&old, e)),
