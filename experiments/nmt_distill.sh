@@ -127,6 +127,18 @@ vmap() {
   $B build-vmap --model "$1" --data "$data" --src "$src" --tgt "$tgt" "${distilled[@]}" --out "$1.vmap"
 }
 
+# trained DIR: DIR holds a finished run; otherwise it says why its rows are skipped. A run
+# still training exports its best epoch so far, which is not the model to report.
+trained() {
+  if ! [ -d "$1" ]; then
+    echo "no $1: its rows are skipped (run the train stage)" >&2
+    return 1
+  elif ! finished "$1"; then
+    echo "$1 is still training: its rows are skipped (run the train stage to its end)" >&2
+    return 1
+  fi
+}
+
 if [ "$STAGE" = eval ]; then
   OUT=experiments/results/nmt-distill
   mkdir -p "$OUT"
@@ -145,21 +157,14 @@ PY
     # Figure 1: every model at beam 5, batch 16; the students also int8 with the map.
     # A model whose run is not in $RUNS (a new machine, a run still training) is named and
     # skipped, so the rows hold what exists.
-    if [ -d "$RUNS/$p-teacher" ]; then
-      evaluate "$p" teacher "$RUNS/$p-teacher" 5 16
-    else
-      echo "no $RUNS/$p-teacher: its rows are skipped (run the train stage)" >&2
-    fi
+    if trained "$RUNS/$p-teacher"; then evaluate "$p" teacher "$RUNS/$p-teacher" 5 16; fi
     # Figure 3 of the shipped student as an app serves it (int8 + its map): needs no run.
     if [ "$p" = tanaka ]; then
       evaluate "$p" "shipped int8+vmap" assets/models/ja-en-tiny "1 2 3 4 5" "1 16 64"
     fi
     for m in direct distilled-tiny; do
       dir=$RUNS/$p-$m
-      if ! [ -d "$dir" ]; then
-        echo "no $dir: its rows are skipped (run the train stage)" >&2
-        continue
-      fi
+      if ! trained "$dir"; then continue; fi
       [ -d "$dir-int8" ] || $B quantize --model "$dir" --to int8 --out "$dir-int8"
       [ -f "$dir.vmap" ] || vmap "$dir"
       # Figure 3: beam 1–5 × batch 1/16/64, f32.
@@ -172,7 +177,7 @@ PY
     done
     for m in direct-tiny-lstm distilled-tiny-lstm distilled-micro; do
       dir=$RUNS/$p-$m
-      [ -d "$dir" ] || continue
+      trained "$dir" || continue
       [ -d "$dir-int8" ] || $B quantize --model "$dir" --to int8 --out "$dir-int8"
       [ -f "$dir.vmap" ] || vmap "$dir"
       # The LSTM pair answers the paper's two findings too: beam 2 beside beam 5.

@@ -9,7 +9,7 @@
 - Figure 3: BLEU and words/s at beam 1-5 x batch 1/16/64 for the direct and distilled students
   and the shipped one;
 - Table 3: the distilled student's servings (f32, int16, the map, int8 + the map);
-- Marian against our student, one run, when its rows exist.
+- the peers (Marian, PyTorch eager) against our student, one run, when their rows exist.
 """
 import json
 import sys
@@ -86,13 +86,14 @@ def main():
 
     marian = rows(out / "marian.jsonl")
     if marian:
-        print("\n### Marian against our student (Tanaka test, beam 5, batch 16, 1 thread, one run)\n")
+        print("\n### Peers against our student (Tanaka test, beam 5, 1 thread, one run)\n")
+        print("PyTorch eager decodes one sentence (with its beams) at a time; the others batches of 16.\n")
         fastest = max((r for r in marian if r["system"] == "marian"), key=lambda r: r["words_per_s"])
-        print("| system | config | BLEU | words/s | × Marian's fastest |")
-        print("| --- | --- | ---: | ---: | ---: |")
+        print("| system | config | batch | BLEU | words/s | × Marian's fastest |")
+        print("| --- | --- | ---: | ---: | ---: | ---: |")
         for r in marian:
-            print(f"| {r['system']} | {r['config']} | {r['bleu']:.2f} | {r['words_per_s']:,.0f} "
-                  f"| {r['words_per_s'] / fastest['words_per_s']:.2f}× |")
+            print(f"| {r['system']} | {r['config']} | {r.get('batch', 16)} | {r['bleu']:.2f} "
+                  f"| {r['words_per_s']:,.0f} | {r['words_per_s'] / fastest['words_per_s']:.2f}× |")
 
 
 if __name__ == "__main__":

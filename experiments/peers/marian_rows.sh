@@ -3,7 +3,8 @@
 # batches of 16, 1 thread), each with its BLEU against the references.
 # Needs B (our binary), PYTHON, T (the test files' prefix), SRC and TGT (their suffixes),
 # SCRATCH (where hypotheses and stats go), MD (Marian's folder), ROWS, and MARIAN_ARGS (an
-# array of more nmt_marian_decode.py options: its model, languages, tokenizer).
+# array of more nmt_marian_decode.py options: its model, languages, tokenizer); `torch` needs
+# TORCH_PYTHON (a python with torch; default $PYTHON).
 
 row() {  # row LABEL SYSTEM STATS HYP
   local bleu
@@ -26,4 +27,11 @@ marian() {  # marian LABEL [marian options...]
     --dir "$MD" "${MARIAN_ARGS[@]}" --input "$T.$SRC" --beam 5 --batch 16 --extra "$*" \
     --output "$SCRATCH/hyp.$TGT" --stats "$SCRATCH/stats.json" 2>/dev/null
   row "$label" marian "$SCRATCH/stats.json" "$SCRATCH/hyp.$TGT"
+}
+
+torch_eager() {  # torch_eager LABEL MODEL: PyTorch eager decoding our f32 weights, one sentence at a time
+  env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE "${TORCH_PYTHON:-$PYTHON}" experiments/peers/nmt_torch.py \
+    --model "$2" --input "$T.$SRC" --beam 5 --binary "$B" \
+    --output "$SCRATCH/hyp.$TGT" --stats "$SCRATCH/stats.json" 2>/dev/null
+  row "$1" pytorch-eager "$SCRATCH/stats.json" "$SCRATCH/hyp.$TGT"
 }

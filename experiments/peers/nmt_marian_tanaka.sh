@@ -13,7 +13,8 @@
 # `decode` then times Marian's fastest forms against our student in one run, 1 thread, beam 5,
 # batches of 16, on the 2,000 test sentences: f32, its lexical shortlist (from our aligner's
 # links over the same tokens, `marian_shortlist.py`), its 8-bit products packed on the fly, both;
-# ours f32 and int8 + the vocabulary map. Rows go to experiments/results/nmt-distill/marian.jsonl.
+# ours f32 and int8 + the vocabulary map, and PyTorch eager on our f32 weights (batch 1: one
+# sentence with its beams at a time; TORCH_PYTHON names a python with torch). Rows go to experiments/results/nmt-distill/marian.jsonl.
 #
 #   PYMARIAN=/path/to/pymarian bash experiments/peers/nmt_marian_tanaka.sh train [TOKENIZER_MODEL] [OUT]
 #   PYTHON=/path/to/python STUDENT=runs/nmt35/tanaka-distilled-tiny-lstm \
@@ -64,6 +65,7 @@ if [ "$STAGE" = decode ]; then
   . experiments/peers/marian_rows.sh
   ours f32 "$STUDENT"
   ours int8+vmap "$STUDENT-int8" --vmap "$STUDENT.vmap"
+  torch_eager f32 "$STUDENT"
   marian f32
   marian "shortlist 100 100" --shortlist "$OUT/lex.s2t" 100 100
   marian "shortlist 50 50" --shortlist "$OUT/lex.s2t" 50 50

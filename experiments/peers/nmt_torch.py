@@ -6,12 +6,16 @@ attended source word), one sentence at a time with its beams as the batch, 1 thr
     python experiments/peers/nmt_torch.py --model DIR --input data/bible/test.en \
         --beam 5 --output hyp.de --stats stats.json [--ids ids.jsonl]
 
+A model whose folder has `src.subwords.json` (the Japanese → English students) has its source
+cut into those subwords, as `fastsoftmax translate` does.
+
 Tokenization and detokenization go through `fastsoftmax text` (the engine's own code), so both
 sides read the same ids. `--ids` writes the output ids per line: with --beam 1 they must equal
 the engine's (`fastsoftmax translate --json`), a second export-parity check.
 """
 import argparse
 import json
+import os
 import struct
 import subprocess
 import sys
@@ -38,9 +42,9 @@ def load_safetensors(path):
     return out
 
 
-def run_text(binary, mode, lines):
+def run_text(binary, mode, lines, *args):
     p = subprocess.run(
-        [binary, "text", mode], input="\n".join(lines) + "\n", capture_output=True, text=True, check=True
+        [binary, "text", mode, *args], input="\n".join(lines) + "\n", capture_output=True, text=True, check=True
     )
     return p.stdout.split("\n")[: len(lines)]
 
@@ -173,7 +177,9 @@ def main():
     lines = open(a.input, encoding="utf-8").read().splitlines()
     if a.limit:
         lines = lines[: a.limit]
-    tokenized = [t.split() for t in run_text(a.binary, "tokenize", lines)]
+    # A model with source subwords (Japanese) is cut by them, as `translate` does.
+    subwords = ["--model", a.model] if os.path.exists(f"{a.model}/src.subwords.json") else []
+    tokenized = [t.split() for t in run_text(a.binary, "tokenize", lines, *subwords)]
     # Warm-up (not timed): the first sentences once.
     for toks in tokenized[:3]:
         if toks:
