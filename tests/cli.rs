@@ -414,6 +414,26 @@ fn train_eval_bench_predict() {
         "cuda",
     ]);
     assert!(!ok && err.contains("unknown backend"), "{err}");
+    // --devices: a batch of 4 does not split over 3; none is no device.
+    for (n, says) in [("3", "multiple of 3"), ("0", "1 or more")] {
+        let (ok, _, err) = cli(&[
+            "train-lm",
+            "--config",
+            &s("config.json"),
+            "--data",
+            &s(""),
+            "--out",
+            &s("m4"),
+            "--quiet",
+            "--devices",
+            n,
+        ]);
+        assert!(!ok && err.contains(says), "--devices {n}: {err}");
+    }
+    assert!(
+        !d.join("m4").exists(),
+        "nothing written for a refused --devices"
+    );
     #[cfg(not(feature = "ndarray"))]
     {
         let (ok, _, err) = cli(&[

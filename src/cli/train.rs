@@ -48,6 +48,11 @@ pub struct TrainLmArgs {
     /// comparisons at equal training time.
     #[arg(long, value_name = "MINUTES")]
     budget_minutes: Option<f64>,
+    /// Split each window's batch over N devices (data-parallel; the gradients are summed on
+    /// the first, which steps): with --backend wgpu the first N discrete GPUs; on the CPU, N
+    /// replicas of the model in N threads. train.batch_size must be a multiple of N.
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    devices: usize,
     /// No progress bar.
     #[arg(long)]
     quiet: bool,
@@ -88,7 +93,7 @@ pub fn run(a: TrainLmArgs) -> anyhow::Result<()> {
     set_threads(a.threads)?;
     let cfg = ExperimentConfig::load(&a.config)?;
     let backend: Backend = a.backend.parse()?;
-    let device = backend.autodiff_device()?;
+    let devices = backend.autodiff_devices(a.devices)?;
     let pick = |given: Option<PathBuf>, file: &str| given.unwrap_or_else(|| a.data.join(file));
     // PTB's test file is the default only for PTB's training text.
     let test = match (&a.test, &a.train) {
@@ -111,7 +116,7 @@ pub fn run(a: TrainLmArgs) -> anyhow::Result<()> {
         progress: !a.quiet,
         command: std::env::args().collect::<Vec<_>>().join(" "),
     };
-    let m = train(&cfg, &opts, &device)
+    let m = train(&cfg, &opts, &devices)
         .with_context(|| format!("training into {}", a.out.display()))?;
     println!(
         "best epoch {} · valid ppl {:.2}{}",

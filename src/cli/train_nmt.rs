@@ -41,6 +41,11 @@ pub struct TrainNmtArgs {
     /// the next epoch starts only while the last one's time still fits. Resume with --resume.
     #[arg(long, value_name = "MINUTES")]
     budget_minutes: Option<f64>,
+    /// Split each batch's sentences over N devices (data-parallel; the gradients are summed
+    /// on the first, which steps): with --backend wgpu the first N discrete GPUs; on the CPU,
+    /// N replicas of the model. train.batch_size must be a multiple of N.
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    devices: usize,
     /// No progress bar.
     #[arg(long)]
     quiet: bool,
@@ -53,7 +58,7 @@ pub fn run(a: TrainNmtArgs) -> anyhow::Result<()> {
     super::train::set_threads(a.threads)?;
     let cfg = NmtExperimentConfig::load(&a.config)?;
     let backend: Backend = a.backend.parse()?;
-    let device = backend.autodiff_device()?;
+    let devices = backend.autodiff_devices(a.devices)?;
     let opts = NmtOptions {
         data: a.parallel.data.clone(),
         src_lang: a.parallel.src.clone(),
@@ -67,7 +72,7 @@ pub fn run(a: TrainNmtArgs) -> anyhow::Result<()> {
         progress: !a.quiet,
         command: std::env::args().collect::<Vec<_>>().join(" "),
     };
-    let m = train_nmt(&cfg, &opts, &device)
+    let m = train_nmt(&cfg, &opts, &devices)
         .with_context(|| format!("training into {}", a.out.display()))?;
     println!(
         "best epoch {} · valid BLEU {:.2} (greedy) · valid ppl {:.2}",

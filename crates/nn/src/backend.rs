@@ -65,6 +65,31 @@ impl Backend {
     pub fn autodiff_device(self) -> crate::Result<Device> {
         Ok(self.device()?.autodiff())
     }
+
+    /// `n` devices with automatic differentiation for data-parallel training (`--devices`,
+    /// [`crate::data_parallel`]): on wgpu the first `n` discrete GPUs (one: the default
+    /// adapter); on the CPU backends `n` replicas on the one CPU device, each window's share
+    /// in its own thread.
+    pub fn autodiff_devices(self, n: usize) -> crate::Result<Vec<Device>> {
+        match (self, n) {
+            (_, 0) => Err(crate::Error::Invalid(
+                "--devices must be 1 or more".into(),
+            )),
+            #[cfg(feature = "wgpu")]
+            (Backend::Wgpu, n) if n > 1 => (0..n)
+                .map(|i| {
+                    let device = Device::wgpu(burn::tensor::DeviceKind::DiscreteGpu(i));
+                    probe(&device).map_err(|e| {
+                        crate::Error::Invalid(format!(
+                            "--devices {n}: discrete GPU {i} is not usable ({e}); pass --devices {i} or fewer, one per GPU this machine has"
+                        ))
+                    })?;
+                    Ok(device.autodiff())
+                })
+                .collect(),
+            (_, n) => Ok(vec![self.autodiff_device()?; n]),
+        }
+    }
 }
 
 /// Runs a product and a sum on `device` and reads them back: a machine with no usable adapter

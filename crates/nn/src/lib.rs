@@ -4,6 +4,7 @@
 //! - [`lm`]: LSTM/GRU language models (embedding → recurrent layers → linear output).
 //! - [`fused`]: whole-window LSTM/GRU and softmax cross-entropy ops with hand-written backwards.
 //! - [`train`]: truncated-BPTT training with global-norm clipping, checkpoints and resume.
+//! - [`data_parallel`]: a window's batch split over several devices, gradients summed on one.
 //! - [`export`]: burn model → the engine's artifact (`fastsoftmax_infer::model::artifact`).
 //! - [`seq2seq`]: the attention translator (bidirectional encoder, Luong decoder, input feeding).
 //! - [`train_nmt`]: its teacher-forced training; [`export_nmt`]: → `fastsoftmax_translate`'s artifact.
@@ -21,6 +22,7 @@ pub mod backend;
 pub mod bucketed;
 pub mod candidates;
 pub mod config;
+pub mod data_parallel;
 pub mod ds;
 pub mod export;
 pub mod export_nmt;

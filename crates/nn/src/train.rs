@@ -23,8 +23,9 @@ use indicatif::{ProgressBar, ProgressStyle};
 use serde::{Deserialize, Serialize};
 
 use crate::config::{ExperimentConfig, TrainingSoftmax};
+use crate::data_parallel::DataParallel;
 use crate::fused::Sampler;
-use crate::lm::{ids_tensor, LanguageModel};
+use crate::lm::{ids_tensor, LanguageModel, LmState};
 use crate::{export, Error, Result};
 
 /// Where the data is and what to do besides the config.
@@ -130,7 +131,11 @@ const CHECKPOINT: &str = "checkpoint.bpk";
 const BEST: &str = "best.bpk";
 
 /// Trains (or resumes) and returns the final metrics. The best model is exported to `opts.out`.
-pub fn train(cfg: &ExperimentConfig, opts: &TrainOptions, device: &Device) -> Result<Metrics> {
+/// Trains on `devices`: one, or several that split each window's batch
+/// ([`DataParallel`]; the first holds the model and runs validation).
+pub fn train(cfg: &ExperimentConfig, opts: &TrainOptions, devices: &[Device]) -> Result<Metrics> {
+    let parallel = DataParallel::new(devices, cfg.train.batch_size)?;
+    let device = parallel.main();
     let vocab = match &opts.init {
         Some(dir) => fastsoftmax_infer::LanguageModel::load(dir)
             .map_err(|e| {
@@ -263,7 +268,12 @@ pub fn train(cfg: &ExperimentConfig, opts: &TrainOptions, device: &Device) -> Re
             &format!("epoch {epoch}/{}", t.epochs),
             "windows",
         );
-        let mut lstate = model.initial_state(t.batch_size, device);
+        // Each device carries its own streams' state from window to window.
+        let mut lstates: Vec<LmState> = parallel
+            .devices()
+            .iter()
+            .map(|d| model.initial_state(parallel.rows(), d))
+            .collect();
         let mut losses = PendingLosses::new(device);
         let mut phases = Phases::default();
         for (i, w) in streams.windows(t.bptt).take(n_windows).enumerate() {
@@ -273,22 +283,40 @@ pub fn train(cfg: &ExperimentConfig, opts: &TrainOptions, device: &Device) -> Re
             {
                 break;
             }
-            let x = ids_tensor(&w.inputs, w.batch_size, w.len, device);
-            let y = ids_tensor(&w.targets, w.batch_size, w.len, device);
             let mut clock = Instant::now();
-            let (loss, next) = match &sampler {
-                Some((sampler, samples)) => {
-                    // Negatives drawn afresh per window, seeded by (seed, epoch, window).
-                    let seed = t.seed ^ ((epoch as u64) << 40) ^ i as u64;
-                    model.loss_sampled(x, y, lstate, &sampler.draw(*samples, seed))
-                }
-                None => model.loss_self_normalised(x, y, lstate, t.self_norm as f32),
-            };
-            lstate = next.detach();
-            phases.forward_s += lap(&mut clock);
-            let grads = GradientsParams::from_grads(loss.backward(), &model);
-            losses.push(loss.detach(), w.batch_size * w.len);
-            phases.backward_s += lap(&mut clock);
+            // Negatives drawn afresh per window, seeded by (seed, epoch, window), shared by the devices.
+            let negatives = sampler.as_ref().map(|(sampler, samples)| {
+                sampler.draw(*samples, t.seed ^ ((epoch as u64) << 40) ^ i as u64)
+            });
+            let carried = std::mem::take(&mut lstates);
+            let window = parallel.gradients(&model, carried, |d, replica, state| {
+                let at = &parallel.devices()[d];
+                let x = ids_tensor(
+                    parallel.slice(d, &w.inputs, w.len),
+                    parallel.rows(),
+                    w.len,
+                    at,
+                );
+                let y = ids_tensor(
+                    parallel.slice(d, &w.targets, w.len),
+                    parallel.rows(),
+                    w.len,
+                    at,
+                );
+                let (loss, next) = match &negatives {
+                    Some(negatives) => replica.loss_sampled(x, y, state, negatives),
+                    None => replica.loss_self_normalised(x, y, state, t.self_norm as f32),
+                };
+                (loss, 1.0 / parallel.devices().len() as f64, next.detach())
+            });
+            lstates = window.carried;
+            for loss in window.losses {
+                losses.push(loss, parallel.rows() * w.len);
+            }
+            let grads = window.grads;
+            let window_s = lap(&mut clock);
+            phases.forward_s += window.forward_s;
+            phases.backward_s += window_s - window.forward_s;
             let scale = clip_scale(&model, &grads, t.clip_norm, on_cpu);
             phases.clip_s += lap(&mut clock);
             model = sgd_step(model, &mut optim, grads, state.lr, scale);

@@ -22,7 +22,7 @@ use std::time::Instant;
 
 use burn::module::Module;
 use burn::optim::grad_clipping::GradientClippingConfig;
-use burn::optim::{AdamConfig, GradientsParams};
+use burn::optim::AdamConfig;
 use burn::tensor::{Device, Tensor};
 use fastsoftmax_infer::Vocab;
 use fastsoftmax_translate::distill::TranslateLines;
@@ -33,6 +33,7 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::config::TrainingSoftmax;
+use crate::data_parallel::DataParallel;
 use crate::export_nmt::EngineWeights;
 use crate::fused::Sampler;
 use crate::lm::Ops;
@@ -544,11 +545,16 @@ fn prepare(cfg: &NmtExperimentConfig, opts: &NmtOptions) -> Result<Prepared> {
 /// Trains (or resumes) and returns the final metrics; the best epoch is exported to `opts.out`
 /// as the engine's artifact (`fastsoftmax_translate::engine` for a recurrent translator,
 /// `fastsoftmax_translate::transformer` for a Transformer).
+///
+/// Trains on `devices`: one, or several that split each batch's sentences
+/// ([`DataParallel`]; the first holds the model and runs validation).
 pub fn train_nmt(
     cfg: &NmtExperimentConfig,
     opts: &NmtOptions,
-    device: &Device,
+    devices: &[Device],
 ) -> Result<NmtMetrics> {
+    let parallel = DataParallel::new(devices, cfg.train.batch_size)?;
+    let device = parallel.main();
     let data = prepare(cfg, opts)?;
     let (vs, vt) = (data.src_vocab.len(), data.tgt_vocab.len());
     let languages = fastsoftmax_translate::artifact::Languages {
@@ -567,7 +573,14 @@ pub fn train_nmt(
                     languages,
                 ))
             };
-            train_network(cfg, opts, device, &data, || m.init(vs, vt, device), engine)
+            train_network(
+                cfg,
+                opts,
+                &parallel,
+                &data,
+                || m.init(vs, vt, device),
+                engine,
+            )
         }
         NmtModelConfig::Transformer(m) => {
             let engine = |model: &TransformerNmt, d: &Prepared| {
@@ -579,20 +592,28 @@ pub fn train_nmt(
                     languages,
                 ))
             };
-            train_network(cfg, opts, device, &data, || m.init(vs, vt, device), engine)
+            train_network(
+                cfg,
+                opts,
+                &parallel,
+                &data,
+                || m.init(vs, vt, device),
+                engine,
+            )
         }
     }
 }
 
-fn train_network<M: NmtNetwork>(
+fn train_network<M: NmtNetwork + Send + Sync>(
     cfg: &NmtExperimentConfig,
     opts: &NmtOptions,
-    device: &Device,
+    parallel: &DataParallel,
     data: &Prepared,
     init: impl Fn() -> M,
     engine: impl Fn(&M, &Prepared) -> EngineWeights,
 ) -> Result<NmtMetrics> {
     let t = &cfg.train;
+    let device = parallel.main();
     let (src_vocab, tgt_vocab) = (&data.src_vocab, &data.tgt_vocab);
     let (train, valid) = (&data.train, &data.valid);
     let skipped_long = data.skipped_long;
@@ -710,21 +731,34 @@ fn train_network<M: NmtNetwork>(
         let mut losses = PendingLosses::new(device);
         let mut phases = Phases::default();
         for (i, ids) in order.iter().take(n_batches).enumerate() {
-            let batch = make_batch(&train.pairs, ids, pad);
             let negatives = sampler
                 .as_ref()
                 .map(|(s, n)| s.draw(*n, t.seed ^ ((epoch as u64) << 40) ^ i as u64));
             let mut clock = Instant::now();
-            let (objective, nll) =
-                model.smoothed_loss(&batch, ops, negatives.as_ref(), t.label_smoothing);
-            phases.forward_s += lap(&mut clock);
-            let grads = GradientsParams::from_grads(objective.backward(), &model);
-            losses.push(nll.detach(), batch.num_targets());
-            phases.backward_s += lap(&mut clock);
+            // Each device takes a contiguous share of the batch's sentences (fewer shares when
+            // a bucket's last batch has fewer sentences than there are devices).
+            let shares: Vec<&[usize]> = ids
+                .chunks(ids.len().div_ceil(parallel.devices().len()))
+                .collect();
+            let targets: usize = ids.iter().map(|&i| train.pairs[i].1.len()).sum();
+            let step = parallel.gradients(&model, vec![(); shares.len()], |d, replica, ()| {
+                let batch = make_batch(&train.pairs, shares[d], pad);
+                let (objective, nll) =
+                    replica.smoothed_loss(&batch, ops, negatives.as_ref(), t.label_smoothing);
+                let share = batch.num_targets() as f64 / targets as f64;
+                (objective, share, (nll.detach(), batch.num_targets()))
+            });
+            for (nll, n) in step.carried {
+                losses.push(nll.to_device(device), n);
+            }
+            let grads = step.grads;
+            let step_s = lap(&mut clock);
+            phases.forward_s += step.forward_s;
+            phases.backward_s += step_s - step.forward_s;
             state.steps_done += 1;
             model = optim.step(t.rate_at(state.lr, state.steps_done), model, grads);
             phases.step_s += lap(&mut clock);
-            bar.inc(batch.num_targets() as u64);
+            bar.inc(targets as u64);
             if losses.due() {
                 losses.read().map_err(|e| e.in_epoch(epoch))?;
                 bar.set_message(format!(

@@ -151,7 +151,7 @@ fn training_learns_checkpoints_and_resumes() {
     let m1 = train(
         &train_config(2),
         &options(dir.path(), &tr, &va, false),
-        &device,
+        std::slice::from_ref(&device),
     )
     .unwrap();
     assert_eq!(m1.epochs.len(), 2);
@@ -166,7 +166,7 @@ fn training_learns_checkpoints_and_resumes() {
     let err = train(
         &train_config(2),
         &options(dir.path(), &tr, &va, false),
-        &device,
+        std::slice::from_ref(&device),
     )
     .unwrap_err();
     assert!(err.to_string().contains("--resume"), "{err}");
@@ -175,7 +175,7 @@ fn training_learns_checkpoints_and_resumes() {
     let m2 = train(
         &train_config(3),
         &options(dir.path(), &tr, &va, true),
-        &device,
+        std::slice::from_ref(&device),
     )
     .unwrap();
     assert_eq!(
@@ -194,7 +194,12 @@ fn training_learns_checkpoints_and_resumes() {
     let mut other = train_config(4);
     other.model.d_hidden = 8;
     other.model.d_embed = 8;
-    let err = train(&other, &options(dir.path(), &tr, &va, true), &device).unwrap_err();
+    let err = train(
+        &other,
+        &options(dir.path(), &tr, &va, true),
+        std::slice::from_ref(&device),
+    )
+    .unwrap_err();
     assert!(err.to_string().contains("another model config"), "{err}");
 
     // The exported artifact loads and predicts the cycle.
@@ -218,7 +223,7 @@ fn training_learns_checkpoints_and_resumes() {
     let mut opts = options(dir.path(), &other_text, &va, false);
     opts.out = dir.path().join("tuned");
     opts.init = Some(dir.path().join("run"));
-    let m3 = train(&tune, &opts, &device).unwrap();
+    let m3 = train(&tune, &opts, std::slice::from_ref(&device)).unwrap();
     assert!(
         (m3.valid_ppl - m2.valid_ppl).abs() < 1e-3 * m2.valid_ppl,
         "{} vs {}",
@@ -229,7 +234,7 @@ fn training_learns_checkpoints_and_resumes() {
     assert_eq!(tuned.vocab(), engine.vocab());
     opts.out = dir.path().join("nowhere");
     opts.init = Some(dir.path().join("missing"));
-    let err = train(&tune, &opts, &device).unwrap_err();
+    let err = train(&tune, &opts, std::slice::from_ref(&device)).unwrap_err();
     assert!(err.to_string().contains("--init"), "{err}");
 }
 
@@ -251,7 +256,12 @@ fn sampled_softmax_min_count_and_budget() {
         samples: 8,
         power: 0.75,
     };
-    let m = train(&cfg, &options(dir.path(), &tr, &va, false), &device).unwrap();
+    let m = train(
+        &cfg,
+        &options(dir.path(), &tr, &va, false),
+        std::slice::from_ref(&device),
+    )
+    .unwrap();
     assert!(
         m.epochs[1].valid_ppl < m.epochs[0].valid_ppl,
         "{:?}",
@@ -268,7 +278,7 @@ fn sampled_softmax_min_count_and_budget() {
     let mut opts = options(dir.path(), &tr, &va, false);
     opts.out = dir.path().join("budget");
     opts.budget = Some(std::time::Duration::from_nanos(1));
-    let err = train(&train_config(3), &opts, &device).unwrap_err();
+    let err = train(&train_config(3), &opts, std::slice::from_ref(&device)).unwrap_err();
     assert!(err.to_string().contains("budget"), "{err}");
 
     // Sampled softmax needs the fused ops' backend.
@@ -277,9 +287,105 @@ fn sampled_softmax_min_count_and_budget() {
         let mut opts = options(dir.path(), &tr, &va, false);
         opts.out = dir.path().join("ndarray");
         #[allow(deprecated)]
-        let err = train(&cfg, &opts, &Device::ndarray().autodiff()).unwrap_err();
+        let err = train(&cfg, &opts, &[Device::ndarray().autodiff()]).unwrap_err();
         assert!(err.to_string().contains("flex"), "{err}");
     }
+}
+
+/// Every weight of the model `train` exported to `out`, in one vector.
+fn exported_weights(out: &Path) -> Vec<f32> {
+    let w = fastsoftmax_infer::model::LmWeights::load(out).unwrap();
+    let mut v = w.embedding;
+    for l in w.layers {
+        v.extend(l.w_ih.into_iter().chain(l.w_hh).chain(l.b_ih).chain(l.b_hh));
+    }
+    v.extend(
+        w.output_weight
+            .unwrap_or_default()
+            .into_iter()
+            .chain(w.output_bias),
+    );
+    v
+}
+
+/// Trains `cfg` on the fixture corpus once on `[device]` and once split over two replicas of
+/// it, and checks that both runs took the same steps (weights within 1e-5, the same perplexities).
+fn two_devices_match_one(cfg: &ExperimentConfig, device: &Device, max_windows: Option<usize>) {
+    let dir = tempfile::tempdir().unwrap();
+    let (tr, va) = write_corpus(dir.path());
+    let run = |name: &str, devices: &[Device]| {
+        let opts = TrainOptions {
+            out: dir.path().join(name),
+            max_windows,
+            ..options(dir.path(), &tr, &va, false)
+        };
+        let m = train(cfg, &opts, devices).unwrap();
+        (m, exported_weights(&opts.out))
+    };
+    let (m1, one) = run("one", std::slice::from_ref(device));
+    let (m2, two) = run("two", &[device.clone(), device.clone()]);
+    assert_eq!(one.len(), two.len());
+    let worst = one
+        .iter()
+        .zip(&two)
+        .map(|(a, b)| (a - b).abs())
+        .fold(0f32, f32::max);
+    assert!(
+        worst < 1e-5,
+        "{:?}: weights differ by up to {worst}",
+        cfg.train.softmax
+    );
+    for (a, b) in m1.epochs.iter().zip(&m2.epochs) {
+        assert!(
+            (a.valid_ppl - b.valid_ppl).abs() < 1e-5 * a.valid_ppl,
+            "{a:?} vs {b:?}"
+        );
+        assert!(
+            (a.train_ppl - b.train_ppl).abs() < 1e-5 * a.train_ppl,
+            "{a:?} vs {b:?}"
+        );
+    }
+}
+
+/// Data parallelism (`--devices 2`): two replicas on the CPU device, each taking half of every
+/// window's streams, train the same weights as one device on the whole batch (within float
+/// rounding: the rows' sums run in another order), with the full and the sampled softmax. A
+/// batch that does not split over the devices is refused before anything is written.
+#[test]
+fn two_devices_train_the_same_weights_as_one() {
+    let _seeded = SEEDED.lock().unwrap_or_else(|e| e.into_inner());
+    let device = Device::flex().autodiff();
+    let mut cfg = train_config(2);
+    // At the fixture's usual 5.0 the loss falls so fast that rounding differences grow past
+    // 1e-5 within two epochs; at 1.0 they stay at rounding (3e-7).
+    cfg.train.lr = 1.0;
+    two_devices_match_one(&cfg, &device, None);
+    cfg.train.softmax = fastsoftmax_nn::TrainingSoftmax::Sampled {
+        samples: 8,
+        power: 0.75,
+    };
+    two_devices_match_one(&cfg, &device, None);
+
+    let dir = tempfile::tempdir().unwrap();
+    let (tr, va) = write_corpus(dir.path());
+    let opts = options(dir.path(), &tr, &va, false);
+    let err = train(
+        &train_config(1),
+        &opts,
+        &[device.clone(), device.clone(), device],
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.contains("batch_size 4") && err.contains("3 devices"),
+        "{err}"
+    );
+    assert!(!opts.out.exists());
+    let err = fastsoftmax_nn::Backend::Flex
+        .autodiff_devices(0)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("--devices"), "{err}");
 }
 
 #[test]
@@ -303,6 +409,7 @@ fn bad_configs_name_the_field() {
 #[test]
 fn wgpu_training_steps_reduce_the_loss() {
     use burn::optim::{GradientsParams, SgdConfig};
+    let _seeded = SEEDED.lock().unwrap_or_else(|e| e.into_inner());
     let device = fastsoftmax_nn::Backend::Wgpu.autodiff_device().unwrap();
     device.seed(1);
     let mut model = lm_config(Cell::Lstm, false).init(20, &device);
@@ -319,6 +426,23 @@ fn wgpu_training_steps_reduce_the_loss() {
     }
     assert!(losses.iter().all(|l| l.is_finite()), "{losses:?}");
     assert!(losses[4] < losses[0], "{losses:?}");
+}
+
+/// Data parallelism on wgpu: two replicas of the adapter's device train what one does; more
+/// GPUs than the machine has are refused by name.
+#[cfg(feature = "wgpu")]
+#[test]
+fn wgpu_two_devices_train_the_same_weights_as_one() {
+    let _seeded = SEEDED.lock().unwrap_or_else(|e| e.into_inner());
+    let device = fastsoftmax_nn::Backend::Wgpu.autodiff_device().unwrap();
+    let mut cfg = train_config(1);
+    cfg.train.lr = 1.0;
+    two_devices_match_one(&cfg, &device, Some(6));
+    let err = fastsoftmax_nn::Backend::Wgpu
+        .autodiff_devices(64)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("--devices 64") && err.contains("GPU"), "{err}");
 }
 
 /// The artifact reads back into burn as it was exported (tied and untied, LSTM and GRU), a
@@ -361,7 +485,7 @@ fn artifact_weights_read_back_into_burn_and_train_on() {
     let trained = train(
         &train_config(3),
         &options(dir.path(), &tr, &va, false),
-        &autodiff,
+        std::slice::from_ref(&autodiff),
     )
     .unwrap();
     let shipped = dir.path().join("shipped");
@@ -375,11 +499,11 @@ fn artifact_weights_read_back_into_burn_and_train_on() {
         init: Some(shipped),
         ..options(&tuned_dir, &tr, &va, false)
     };
-    let tuned = train(&train_config(1), &opts, &autodiff).unwrap();
+    let tuned = train(&train_config(1), &opts, std::slice::from_ref(&autodiff)).unwrap();
     let fresh = train(
         &train_config(1),
         &options(&dir.path().join("fresh"), &tr, &va, false),
-        &autodiff,
+        std::slice::from_ref(&autodiff),
     )
     .unwrap();
     let best = trained.epochs.last().unwrap().valid_ppl;
