@@ -131,6 +131,7 @@ const CHECKPOINT: &str = "checkpoint.bpk";
 const BEST: &str = "best.bpk";
 
 /// Trains (or resumes) and returns the final metrics. The best model is exported to `opts.out`.
+///
 /// Trains on `devices`: one, or several that split each window's batch
 /// ([`DataParallel`]; the first holds the model and runs validation).
 pub fn train(cfg: &ExperimentConfig, opts: &TrainOptions, devices: &[Device]) -> Result<Metrics> {
