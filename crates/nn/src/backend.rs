@@ -72,18 +72,20 @@ impl Backend {
     /// in its own thread.
     pub fn autodiff_devices(self, n: usize) -> crate::Result<Vec<Device>> {
         match (self, n) {
-            (_, 0) => Err(crate::Error::Invalid(
-                "--devices must be 1 or more".into(),
-            )),
+            (_, 0) => Err(crate::Error::Invalid("--devices must be 1 or more".into())),
             #[cfg(feature = "wgpu")]
             (Backend::Wgpu, n) if n > 1 => (0..n)
                 .map(|i| {
                     let device = Device::wgpu(burn::tensor::DeviceKind::DiscreteGpu(i));
-                    probe(&device).map_err(|e| {
-                        crate::Error::Invalid(format!(
-                            "--devices {n}: discrete GPU {i} is not usable ({e}); pass --devices {i} or fewer, one per GPU this machine has"
-                        ))
-                    })?;
+                    if let Some(cause) = probe_cause(&device) {
+                        let fix = match i {
+                            0 => "pass --devices 1 to train on the default adapter".to_string(),
+                            _ => format!("pass --devices {i} or fewer, one per GPU it has"),
+                        };
+                        return Err(crate::Error::Invalid(format!(
+                            "--devices {n}: this machine has no usable discrete GPU {i} ({cause}); {fix}"
+                        )));
+                    }
                     Ok(device.autodiff())
                 })
                 .collect(),
@@ -94,9 +96,21 @@ impl Backend {
 
 /// Runs a product and a sum on `device` and reads them back: a machine with no usable adapter
 /// (no GPU driver, no Vulkan loader, an adapter that lacks what training needs) fails here with
-/// a message, not mid-epoch with a panic. The driver's own panic text is kept out of the way.
+/// a message, not mid-epoch with a panic.
 #[cfg(feature = "wgpu")]
 fn probe(device: &Device) -> crate::Result<()> {
+    probe_cause(device).map_or(Ok(()), |cause| {
+        Err(crate::Error::Invalid(format!(
+            "--backend wgpu: no usable GPU adapter ({cause}); install the GPU's Vulkan driver \
+             (Mesa's mesa-vulkan-drivers runs it on the CPU) or train on --backend flex"
+        )))
+    })
+}
+
+/// Why `device` cannot train, in one line, or `None` when it can ([`probe`]). The driver's own
+/// panic text is kept out of the way.
+#[cfg(feature = "wgpu")]
+fn probe_cause(device: &Device) -> Option<String> {
     use burn::tensor::Tensor;
     let hook = std::panic::take_hook();
     std::panic::set_hook(Box::new(|_| {}));
@@ -107,7 +121,7 @@ fn probe(device: &Device) -> crate::Result<()> {
     });
     std::panic::set_hook(hook);
     let cause = match result {
-        Ok(Ok(data)) if data.as_slice::<f32>() == Ok(&[16_777_216.0][..]) => return Ok(()),
+        Ok(Ok(data)) if data.as_slice::<f32>() == Ok(&[16_777_216.0][..]) => return None,
         Ok(Ok(data)) => format!("a test product gave {data}"),
         Ok(Err(e)) => e.to_string(),
         Err(panic) => panic
@@ -116,9 +130,5 @@ fn probe(device: &Device) -> crate::Result<()> {
             .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
             .unwrap_or_else(|| "it panicked".into()),
     };
-    Err(crate::Error::Invalid(format!(
-        "--backend wgpu: no usable GPU adapter ({}); install the GPU's Vulkan driver (Mesa's \
-         mesa-vulkan-drivers runs it on the CPU) or train on --backend flex",
-        cause.lines().next().unwrap_or_default().trim()
-    )))
+    Some(cause.lines().next().unwrap_or_default().trim().to_string())
 }

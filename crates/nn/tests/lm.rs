@@ -443,6 +443,8 @@ fn wgpu_two_devices_train_the_same_weights_as_one() {
         .unwrap_err()
         .to_string();
     assert!(err.contains("--devices 64") && err.contains("GPU"), "{err}");
+    // Never a suggestion of --devices 0.
+    assert!(!err.contains("--devices 0"), "{err}");
 }
 
 /// The artifact reads back into burn as it was exported (tied and untied, LSTM and GRU), a
