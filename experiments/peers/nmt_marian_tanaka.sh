@@ -16,8 +16,13 @@
 # ours f32 and int8 + the vocabulary map, and PyTorch eager on our f32 weights (batch 1: one
 # sentence with its beams at a time; TORCH_PYTHON names a python with torch). Rows go to experiments/results/nmt-distill/marian.jsonl.
 #
+# STUDENT is our f32 student (rows f32, int8 + its map, PyTorch eager on the f32 weights) or,
+# by default when runs/nmt35 does not hold it, the shipped int8 student `assets/models/ja-en-tiny`
+# (rows int8 + its shipped map, int8 without the map, PyTorch eager on its int8 rows widened to
+# f32): the decode stage then needs only Marian's model.
+#
 #   PYMARIAN=/path/to/pymarian bash experiments/peers/nmt_marian_tanaka.sh train [TOKENIZER_MODEL] [OUT]
-#   PYTHON=/path/to/python STUDENT=runs/nmt35/tanaka-distilled-tiny-lstm \
+#   PYTHON=/path/to/python [STUDENT=runs/nmt35/tanaka-distilled-tiny-lstm] \
 #     bash experiments/peers/nmt_marian_tanaka.sh decode [TOKENIZER_MODEL] [OUT]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -25,8 +30,10 @@ STAGE=${1:-train}
 # TOKENIZER_MODEL: a translator whose src.subwords.json cuts the Japanese. train-nmt learns the
 # BPE from train.ja alone, deterministically, so the shipped student's is the teacher's; decode
 # also builds the shortlist's links with its vocabularies, the teacher's by default
-# (runs/nmt35/* come from `bash experiments/nmt_distill.sh train tanaka`).
-if [ "$STAGE" = decode ]; then TOK=${2:-runs/nmt35/tanaka-teacher}; else TOK=${2:-assets/models/ja-en-tiny}; fi
+# (runs/nmt35/* come from `bash experiments/nmt_distill.sh train tanaka`), else the shipped
+# student's, which is the same BPE.
+TOK=${2:-assets/models/ja-en-tiny}
+if [ "$STAGE" = decode ] && [ -z "${2:-}" ] && [ -d runs/nmt35/tanaka-teacher ]; then TOK=runs/nmt35/tanaka-teacher; fi
 OUT=${3:-runs/marian-tanaka}
 PYMARIAN=${PYMARIAN:-pymarian}
 THREADS=${THREADS:-2}
@@ -41,9 +48,11 @@ $B data fetch tanaka --from "${FROM:-../shared/data/ja}"
 mkdir -p "$OUT"
 
 if [ "$STAGE" = decode ]; then
+  SHIPPED=assets/models/ja-en-tiny
   STUDENT=${STUDENT:-runs/nmt35/tanaka-distilled-tiny-lstm}
+  [ -d "$STUDENT" ] || [ "$STUDENT" != runs/nmt35/tanaka-distilled-tiny-lstm ] || STUDENT=$SHIPPED
   DISTILLED=${DISTILLED:-runs/nmt35/tanaka-distilled}
-  [ -d "$STUDENT" ] || { echo "no $STUDENT: run bash experiments/nmt_distill.sh train tanaka" >&2; exit 1; }
+  [ -f "$STUDENT/manifest.json" ] || { echo "no translator in $STUDENT: name our student as STUDENT (bash experiments/nmt_distill.sh train tanaka trains it)" >&2; exit 1; }
   RES=experiments/results/nmt-distill
   T=data/tanaka/test
   mkdir -p "$RES"
@@ -52,20 +61,32 @@ if [ "$STAGE" = decode ]; then
     --out "$OUT/marian.vmap" --links-out "$OUT/train.links" --eval none >/dev/null
   [ -f "$OUT/lex.s2t" ] || $PYTHON experiments/peers/marian_shortlist.py --src "$OUT/train.ja" \
     --tgt "$OUT/train.en" --links "$OUT/train.links" --out "$OUT/lex.s2t"
-  [ -d "$STUDENT-int8" ] || $B quantize --model "$STUDENT" --to int8 --out "$STUDENT-int8"
-  # A distilled student's map comes from the teacher's translations it trained on.
-  distilled=()
-  case $STUDENT in *distilled*) distilled=(--distilled "$DISTILLED") ;; esac
-  [ -f "$STUDENT.vmap" ] || $B build-vmap --model "$STUDENT" --data data/tanaka --src ja --tgt en \
-    "${distilled[@]}" --out "$STUDENT.vmap"
+  precision=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1])).get('precision', 'f32'))" "$STUDENT/manifest.json")
+  if [ "$precision" = f32 ]; then
+    [ -d "$STUDENT-int8" ] || $B quantize --model "$STUDENT" --to int8 --out "$STUDENT-int8"
+    # A distilled student's map comes from the teacher's translations it trained on.
+    distilled=()
+    case $STUDENT in *distilled*) distilled=(--distilled "$DISTILLED") ;; esac
+    [ -f "$STUDENT.vmap" ] || $B build-vmap --model "$STUDENT" --data data/tanaka --src ja --tgt en \
+      "${distilled[@]}" --out "$STUDENT.vmap"
+  elif [ ! -f "$STUDENT/vocab.map.gz" ]; then
+    echo "$STUDENT is $precision without a shipped map: name the f32 student as STUDENT" >&2
+    exit 1
+  fi
   ROWS=$RES/marian.jsonl
   : > "$ROWS"
   SRC=ja TGT=en SCRATCH=$OUT MD=$OUT
   MARIAN_ARGS=(--model model.npz.best-bleu.npz --src ja --tgt en --src-tokenizer "$TOK")
   . experiments/peers/marian_rows.sh
-  ours f32 "$STUDENT"
-  ours int8+vmap "$STUDENT-int8" --vmap "$STUDENT.vmap"
-  torch_eager f32 "$STUDENT"
+  if [ "$precision" = f32 ]; then
+    ours f32 "$STUDENT"
+    ours int8+vmap "$STUDENT-int8" --vmap "$STUDENT.vmap"
+    torch_eager f32 "$STUDENT"
+  else
+    ours "$precision (shipped)" "$STUDENT" --no-vmap
+    ours "$precision+vmap (shipped)" "$STUDENT"
+    torch_eager "$precision rows widened to f32 (shipped)" "$STUDENT"
+  fi
   marian f32
   marian "shortlist 100 100" --shortlist "$OUT/lex.s2t" 100 100
   marian "shortlist 50 50" --shortlist "$OUT/lex.s2t" 50 50

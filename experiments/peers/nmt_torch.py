@@ -1,5 +1,6 @@
 """PyTorch eager peer of the translation engine: the same network loading *our exported weights*
-(`manifest.json` + `model.safetensors` written by `fastsoftmax train-nmt`), the same beam search
+(`manifest.json` + `model.safetensors` written by `fastsoftmax train-nmt`, f32 or int8 rows widened
+as the engine widens them), the same beam search
 (shrinking beam, `log p / len^alpha`, at most 2·S+10 target tokens, `<unk>` replaced by the most
 attended source word), one sentence at a time with its beams as the batch, 1 thread.
 
@@ -30,15 +31,26 @@ def load_safetensors(path):
     (n,) = struct.unpack("<Q", raw[:8])
     header = json.loads(raw[8 : 8 + n])
     base = 8 + n
-    out = {}
+    arrays = {}
     for name, meta in header.items():
         if name == "__metadata__":
             continue
-        assert meta["dtype"] == "F32", name
+        dtype = {"F32": "<f4", "I8": "i1", "I16": "<i2"}.get(meta["dtype"])
+        if dtype is None:
+            sys.exit(f"{path}: tensor {name} is {meta['dtype']}; this peer reads f32, int8 or int16 translators")
         a, b = meta["data_offsets"]
-        out[name] = torch.from_numpy(
-            np.frombuffer(raw[base + a : base + b], dtype="<f4").reshape(meta["shape"]).copy()
-        )
+        arrays[name] = np.frombuffer(raw[base + a : base + b], dtype=dtype).reshape(meta["shape"])
+    # A quantized translator (`fastsoftmax quantize`) stores each matrix as integers with f32
+    # scales (`NAME.scale`: one per row for int8, one per matrix for int16), widened here as the
+    # engine widens them, so the peer decodes the same weights.
+    out = {}
+    for name, x in arrays.items():
+        if x.dtype.kind == "i":
+            scale = arrays[f"{name}.scale"].reshape(-1, 1)
+            x = x.astype(np.float32) * scale
+        elif name.endswith(".scale") and arrays.get(name[: -len(".scale")], np.empty(0)).dtype.kind == "i":
+            continue
+        out[name] = torch.from_numpy(np.array(x, dtype=np.float32))
     return out
 
 

@@ -13,7 +13,13 @@
 //! (`+128`); the shift adds `128 · Σ_j W8[r][j]` to row `r`'s sum, subtracted with the row sums
 //! kept beside the panels. `logit_r = (sum_r − shift_r) · (1/s_r) · (1/s_h) + b_r`.
 //!
-//! Every path sums the same integers, so the VNNI kernel equals the portable one exactly.
+//! Without VNNI (AVX2 alone: Zen 1–3, Intel's client cores), the same panels are widened to
+//! int16 in registers and multiplied by `vpmaddwd` (16 multiply-adds an instruction, a pair of
+//! products per int32 lane, exact). `vpmaddubsw` would take the bytes as they are, but its
+//! int16 pair sums saturate (255 · 127 · 2 > 32,767), so it would change the answers.
+//!
+//! Every path sums the same integers, so the VNNI and AVX2 kernels equal the portable one
+//! exactly.
 
 use std::cell::RefCell;
 
@@ -29,19 +35,33 @@ const TILE_PANELS: usize = 2;
 enum Path {
     #[cfg(target_arch = "x86_64")]
     Vnni,
+    #[cfg(target_arch = "x86_64")]
+    Avx2,
     Portable,
 }
 
 impl Path {
     fn detect() -> Path {
-        #[cfg(target_arch = "x86_64")]
-        if std::env::var_os("FASTSOFTMAX_PORTABLE").is_none()
-            && is_x86_feature_detected!("avx512f")
-            && is_x86_feature_detected!("avx512vnni")
-        {
-            return Path::Vnni;
+        if std::env::var_os("FASTSOFTMAX_PORTABLE").is_some() {
+            return Path::Portable;
         }
-        Path::Portable
+        Path::available()[0]
+    }
+
+    /// The paths this CPU runs, the fastest first; the portable one last.
+    fn available() -> Vec<Path> {
+        let mut paths = Vec::new();
+        #[cfg(target_arch = "x86_64")]
+        {
+            if is_x86_feature_detected!("avx512f") && is_x86_feature_detected!("avx512vnni") {
+                paths.push(Path::Vnni);
+            }
+            if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") {
+                paths.push(Path::Avx2);
+            }
+        }
+        paths.push(Path::Portable);
+        paths
     }
 }
 
@@ -269,6 +289,9 @@ impl Int8Matrix {
             // SAFETY: as in `logits_panels`.
             #[cfg(target_arch = "x86_64")]
             Path::Vnni => unsafe { vnni::quantize_contexts(self, hs, &mut q.hu, &mut q.inv_h) },
+            // SAFETY: as in `logits_panels`.
+            #[cfg(target_arch = "x86_64")]
+            Path::Avx2 => unsafe { avx2::quantize_contexts(self, hs, &mut q.hu, &mut q.inv_h) },
             Path::Portable => self.quantize_body(hs, &mut q.hu, &mut q.inv_h),
         }
     }
@@ -380,9 +403,11 @@ impl Int8Matrix {
         stride: usize,
     ) {
         match self.path {
-            // SAFETY: the path was chosen after detecting AVX-512 VNNI.
+            // SAFETY: each path was chosen after detecting its instructions (`Path::available`).
             #[cfg(target_arch = "x86_64")]
             Path::Vnni => unsafe { vnni::logits_panels(self, hu, inv_h, panels, out, stride) },
+            #[cfg(target_arch = "x86_64")]
+            Path::Avx2 => unsafe { avx2::logits_panels(self, hu, inv_h, panels, out, stride) },
             Path::Portable => self.logits_portable(hu, inv_h, panels, out, stride),
         }
     }
@@ -563,6 +588,115 @@ mod vnni {
     }
 }
 
+#[cfg(target_arch = "x86_64")]
+mod avx2 {
+    use std::arch::x86_64::*;
+
+    use super::{Int8Matrix, PANEL};
+
+    /// Contexts per tile: a panel's 16 rows take 4 accumulators per context, its widened
+    /// weights 4 registers and the context one, so 2 contexts use 13 of the 16 registers.
+    const QTILE: usize = 2;
+
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) unsafe fn logits_panels(
+        m: &Int8Matrix,
+        hu: &[u8],
+        inv_h: &[f32],
+        panels: std::ops::Range<usize>,
+        out: &mut [f32],
+        stride: usize,
+    ) {
+        let n = inv_h.len();
+        let row0 = panels.start * PANEL;
+        // Panel by panel: its weights (d4 · 16 bytes) stay in L1 while every context passes.
+        for p in panels {
+            let mut q = 0;
+            while q + QTILE <= n {
+                tile::<QTILE>(m, p, hu, inv_h, q, out, stride, row0);
+                q += QTILE;
+            }
+            if q < n {
+                tile::<1>(m, p, hu, inv_h, q, out, stride, row0);
+            }
+        }
+    }
+
+    /// [`Int8Matrix::quantize`] compiled for AVX2.
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) unsafe fn quantize_contexts(
+        m: &Int8Matrix,
+        hs: &[f32],
+        hu: &mut Vec<u8>,
+        inv_h: &mut Vec<f32>,
+    ) {
+        m.quantize_body(hs, hu, inv_h)
+    }
+
+    /// Panel `p` × `Q` contexts from context `q0`. A group's 64 bytes (4 dimensions of 16
+    /// rows) are 4 loads of 4 rows, each widened to 16 int16; `vpmaddwd` against the context's
+    /// 4 bytes (widened and repeated) leaves each row's two pair sums in adjacent int32 lanes,
+    /// added across the groups and folded once at the end.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    unsafe fn tile<const Q: usize>(
+        m: &Int8Matrix,
+        p: usize,
+        hu: &[u8],
+        inv_h: &[f32],
+        q0: usize,
+        out: &mut [f32],
+        stride: usize,
+        row0: usize,
+    ) {
+        let groups = m.d4 / 4;
+        let wp = m.panels.as_ptr().add(p * groups * PANEL * 4);
+        let hp = hu.as_ptr().add(q0 * m.d4);
+        let mut acc = [[_mm256_setzero_si256(); 4]; Q];
+        for g in 0..groups {
+            let base = wp.add(g * PANEL * 4);
+            let w: [__m256i; 4] = std::array::from_fn(|c| {
+                _mm256_cvtepi8_epi16(_mm_loadu_si128(base.add(16 * c) as *const __m128i))
+            });
+            for (qi, a) in acc.iter_mut().enumerate() {
+                let x4 = std::ptr::read_unaligned(hp.add(qi * m.d4 + 4 * g) as *const i32);
+                let x = _mm256_cvtepu8_epi16(_mm_set1_epi32(x4));
+                for c in 0..4 {
+                    a[c] = _mm256_add_epi32(a[c], _mm256_madd_epi16(x, w[c]));
+                }
+            }
+        }
+        let first = p * PANEL;
+        let live = (m.n_rows - first).min(PANEL);
+        // hadd of rows 0–3 and 4–7 gives [r0 r1 r4 r5 | r2 r3 r6 r7]; this puts them in order.
+        let order = _mm256_setr_epi32(0, 1, 4, 5, 2, 3, 6, 7);
+        for (qi, a) in acc.iter().enumerate() {
+            let s = _mm256_set1_ps(inv_h[q0 + qi]);
+            for half in 0..2 {
+                let rows = live.saturating_sub(8 * half).min(8);
+                if rows == 0 {
+                    break;
+                }
+                let r = first + 8 * half;
+                let sums = _mm256_hadd_epi32(a[2 * half], a[2 * half + 1]);
+                let sums = _mm256_permutevar8x32_epi32(sums, order);
+                let shift = _mm256_loadu_si256(m.shift.as_ptr().add(r) as *const __m256i);
+                let sums = _mm256_cvtepi32_ps(_mm256_sub_epi32(sums, shift));
+                let scale = _mm256_mul_ps(_mm256_loadu_ps(m.inv_scale.as_ptr().add(r)), s);
+                let logits = _mm256_fmadd_ps(sums, scale, _mm256_loadu_ps(m.bias.as_ptr().add(r)));
+                let dst = out.as_mut_ptr().add((q0 + qi) * stride + r - row0);
+                if rows == 8 {
+                    _mm256_storeu_ps(dst, logits);
+                } else {
+                    let lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+                    let mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(rows as i32), lanes);
+                    _mm256_maskstore_ps(dst, mask, logits);
+                }
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -594,21 +728,29 @@ mod tests {
 
     #[test]
     fn int8_logits_are_close_to_f32_and_every_path_sums_the_same_integers() {
-        for (n, d) in [(1, 1), (17, 7), (100, 256), (33, 130)] {
+        // Last panels of 1, 4, 12 and 16 rows (AVX2 stores them in halves of 8).
+        for (n, d) in [(1, 1), (17, 7), (100, 256), (33, 130), (28, 64), (32, 12)] {
             let w = values(n * d, 1);
             let b = values(n, 2);
             let mut m = Int8Matrix::new(&w, &b, d, None);
-            // 13 contexts: a full tile and one more.
+            // 13 contexts: a full tile and one more (of VNNI's 12, and of AVX2's 2).
             let hs = values(13 * d, 3);
-            let mut fast = vec![0.0; 13 * n];
-            m.logits_batch(&hs, &mut fast);
             m.path = Path::Portable;
             let mut portable = vec![0.0; 13 * n];
             m.logits_batch(&hs, &mut portable);
-            // `mul(scale, inv_h)` then one FMA on one side, the same in two roundings on the
-            // other: equal to the last bit or within one rounding.
-            for (a, b) in fast.iter().zip(&portable) {
-                assert!((a - b).abs() <= 1e-6 * b.abs().max(1.0), "{a} vs {b}");
+            // Every path this CPU has (CI's and the developers' differ).
+            for path in Path::available() {
+                m.path = path;
+                let mut fast = vec![f32::NAN; 13 * n];
+                m.logits_batch(&hs, &mut fast);
+                // `mul(scale, inv_h)` then one FMA on one side, the same in two roundings on
+                // the other: equal to the last bit or within one rounding.
+                for (a, b) in fast.iter().zip(&portable) {
+                    assert!(
+                        (a - b).abs() <= 1e-6 * b.abs().max(1.0),
+                        "{path:?}: {a} vs {b}"
+                    );
+                }
             }
             for (q, h) in hs.chunks(d).enumerate() {
                 for r in 0..n {
