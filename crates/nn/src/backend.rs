@@ -94,6 +94,24 @@ impl Backend {
     }
 }
 
+/// The wgpu device for a test, or `None` on a machine with no usable adapter: the test says why
+/// and passes, so the workspace's tests run where no Vulkan driver is installed. `.ci/run`
+/// installs Mesa's lavapipe and sets `FASTSOFTMAX_NO_SKIP=1`, which turns the skip into
+/// a failure there.
+#[cfg(feature = "wgpu")]
+#[doc(hidden)]
+pub fn wgpu_test_device() -> Option<Device> {
+    let device = Device::wgpu(burn::tensor::DeviceKind::default());
+    let cause = probe_cause(&device)?;
+    if std::env::var_os("FASTSOFTMAX_NO_SKIP").is_some_and(|v| v != "0") {
+        panic!("FASTSOFTMAX_NO_SKIP is set but wgpu has no usable adapter: {cause}");
+    }
+    eprintln!(
+        "skipped: wgpu has no usable adapter ({cause}); install mesa-vulkan-drivers to run it"
+    );
+    None
+}
+
 /// Runs a product and a sum on `device` and reads them back: a machine with no usable adapter
 /// (no GPU driver, no Vulkan loader, an adapter that lacks what training needs) fails here with
 /// a message, not mid-epoch with a panic.
