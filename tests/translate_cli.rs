@@ -265,6 +265,12 @@ fn train_translate_bleu_and_bad_input() {
     };
     let unknown = s("unknown.vmap");
     let (shipped, used) = run("q8map", &[]);
+    // The stats name the code path the timing ran on: this CPU's int8 kernels.
+    let stats: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(d.join("stats.json")).unwrap()).unwrap();
+    assert_eq!(stats["precision"], "int8");
+    let int8 = fastsoftmax_infer::kernels::kernel_paths().int8;
+    assert_eq!(stats["kernels"]["int8"], int8);
     assert_eq!(
         (shipped.clone(), used.is_some()),
         (run("q8", &["--vmap", &unknown]).0, true)

@@ -6,6 +6,10 @@
 # array of more nmt_marian_decode.py options: its model, languages, tokenizer); `torch` needs
 # TORCH_PYTHON (a python with torch; default $PYTHON).
 
+# fbgemm's 8-bit product for this CPU's widest vectors (its rows record the type in `options`).
+PACKED8=packed8avx2
+grep -qw avx512bw /proc/cpuinfo && PACKED8=packed8avx512
+
 row() {  # row LABEL SYSTEM STATS HYP
   local bleu
   bleu=$($B bleu --ref "$T.$TGT" --hyp "$4" --json | python3 -c "import json,sys; print(json.load(sys.stdin)['score'])")

@@ -5,7 +5,8 @@
 # - Marian (`nmt_marian.sh`'s model, `pymarian` 1.12): f32; its lexical shortlist
 #   (`--shortlist lex.s2t FIRST BEST`: the FIRST most frequent target words plus each source
 #   word's BEST translations, from our aligner's links, `marian_shortlist.py`); its 8-bit FBGEMM
-#   product packed on the fly (`--gemm-type packed8avx512`); both together.
+#   product packed on the fly (`--gemm-type packed8avx512`, `packed8avx2` on a CPU without
+#   AVX-512); both together.
 # Marian's packed models converted ahead (`pymarian convert -g packed8avx512` / `intgemm8`)
 # crash on this RNN model (segmentation fault in the decoder; `packed16` is refused as a type
 # mismatch), as the upstream issue marian-dev#832 reports for s2s models, so the on-the-fly
@@ -40,9 +41,9 @@ ours int8+l2s "$INT8" --head l2s
 marian f32
 marian "shortlist 100 100" --shortlist "$MD/lex.s2t" 100 100
 marian "shortlist 50 50" --shortlist "$MD/lex.s2t" 50 50
-marian packed8 --gemm-type packed8avx512
-marian "packed8 + shortlist 100 100" --gemm-type packed8avx512 --shortlist "$MD/lex.s2t" 100 100
-marian "packed8 + shortlist 50 50" --gemm-type packed8avx512 --shortlist "$MD/lex.s2t" 50 50
+marian packed8 --gemm-type $PACKED8
+marian "packed8 + shortlist 100 100" --gemm-type $PACKED8 --shortlist "$MD/lex.s2t" 100 100
+marian "packed8 + shortlist 50 50" --gemm-type $PACKED8 --shortlist "$MD/lex.s2t" 50 50
 rm -rf "$OUT/stats.json" "$OUT/hyp.de" "$(dirname "$INT8")"
 python3 - "$ROWS" <<'PY'
 import json, sys

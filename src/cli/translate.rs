@@ -6,6 +6,7 @@ use std::time::Instant;
 
 use anyhow::Context;
 use clap::Args;
+use fastsoftmax_translate::artifact::Precision;
 use fastsoftmax_translate::serve::Engine;
 use fastsoftmax_translate::{Profile, SearchOptions, ServeOptions, Served, Vmap, VmapScope};
 
@@ -98,6 +99,10 @@ struct Stats {
     /// Target words scored per decoder row (`V` without a map or head; a head's route
     /// vectors count as words).
     logits_per_row: f64,
+    /// The kernels' code path on this CPU per precision (`avx2`, `avx512-vnni`, …), and the
+    /// model's precision, whose path the timing ran on.
+    kernels: fastsoftmax_infer::kernels::KernelPaths,
+    precision: &'static str,
 }
 
 pub fn run(a: TranslateArgs) -> anyhow::Result<()> {
@@ -256,6 +261,12 @@ fn translate(a: TranslateArgs) -> anyhow::Result<()> {
         std::fs::rename(tmp, dest).with_context(|| format!("writing {}", dest.display()))?;
     }
     let flops = 2.0 * profile.output_logits as f64 * engine.output_width() as f64;
+    let kernels = fastsoftmax_infer::kernels::kernel_paths();
+    let (precision_name, path) = match engine.rnn().map(|e| e.precision()) {
+        Some(Precision::Int8) => ("int8", kernels.int8),
+        Some(Precision::Int16) => ("int16", kernels.int16),
+        _ => ("f32", kernels.f32),
+    };
     let stats = Stats {
         lines,
         source_words,
@@ -271,17 +282,23 @@ fn translate(a: TranslateArgs) -> anyhow::Result<()> {
         head_trained_as,
         logits_per_row: profile.output_logits as f64 / profile.output_rows.max(1) as f64,
         profile,
+        kernels,
+        precision: precision_name,
     };
+    // The record first: a summary to a closed stderr must not lose it.
+    if let Some(path) = &a.stats {
+        fastsoftmax_infer::files::write_atomic(path, &serde_json::to_vec_pretty(&stats)?)?;
+    }
     let p = &stats.profile;
     let pct = |x: f64| 100.0 * x / p.total().max(1e-12);
     if let Engine::Transformer(_) = engine.engine {
         eprintln!(
-            "translated {lines} lines ({target_words} words) in {seconds:.2} s: {:.0} words/s · beam {} · batch {} · 1 thread · Transformer",
+            "translated {lines} lines ({target_words} words) in {seconds:.2} s: {:.0} words/s · beam {} · batch {} · 1 thread · Transformer · {path} kernels",
             stats.words_per_s, a.beam, a.batch
         );
     } else {
         eprintln!(
-        "translated {lines} lines ({target_words} words) in {seconds:.2} s: {:.0} words/s · beam {} · batch {} · 1 thread{}\n\
+        "translated {lines} lines ({target_words} words) in {seconds:.2} s: {:.0} words/s · beam {} · batch {} · 1 thread · {precision_name} on {path} kernels{}\n\
          time: encoder {:.0}% · decoder RNN {:.0}% · attention {:.0}% · output layer + softmax {:.0}% · beam search {:.0}%\n\
          output layer: {} rows × {:.0} words at {:.0} GFLOP/s, softmax included",
         stats.words_per_s,
@@ -297,9 +314,6 @@ fn translate(a: TranslateArgs) -> anyhow::Result<()> {
         stats.logits_per_row,
         stats.output_gflops
     );
-    }
-    if let Some(path) = &a.stats {
-        fastsoftmax_infer::files::write_atomic(path, &serde_json::to_vec_pretty(&stats)?)?;
     }
     Ok(())
 }

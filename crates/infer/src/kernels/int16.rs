@@ -9,6 +9,9 @@
 //! `round(h · L / max|h|)` (per call and context), with `L = 2^b − 1` and `b` chosen from `d` so
 //! that no int32 sum can overflow: `d · L² < 2³¹` (11 bits up to d = 256, 10 up to 1024).
 //! `logit_r = sum_r · (max|W| / L) · (max|h| / L) + b_r`.
+//!
+//! Every path sums the same integers (`vpmaddwd` is exact on these values), so the AVX-512 and
+//! AVX2 kernels equal the portable one exactly.
 
 use super::PANEL;
 
@@ -23,22 +26,40 @@ enum Path {
     /// `vpmaddwd` then `vpaddd`.
     #[cfg(target_arch = "x86_64")]
     Avx512,
+    /// The same on 8 lanes (AVX2 alone: Zen 1–3, Intel's client cores).
+    #[cfg(target_arch = "x86_64")]
+    Avx2,
     Portable,
 }
 
 impl Path {
     fn detect() -> Path {
         #[cfg(target_arch = "x86_64")]
-        if std::env::var_os("FASTSOFTMAX_PORTABLE").is_none()
-            && is_x86_feature_detected!("avx512f")
-            && is_x86_feature_detected!("avx512bw")
-        {
-            if is_x86_feature_detected!("avx512vnni") {
-                return Path::Avx512Vnni;
+        if std::env::var_os("FASTSOFTMAX_PORTABLE").is_none() {
+            if is_x86_feature_detected!("avx512f") && is_x86_feature_detected!("avx512bw") {
+                if is_x86_feature_detected!("avx512vnni") {
+                    return Path::Avx512Vnni;
+                }
+                return Path::Avx512;
             }
-            return Path::Avx512;
+            if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") {
+                return Path::Avx2;
+            }
         }
         Path::Portable
+    }
+}
+
+/// The path [`Int16Matrix`] takes on this CPU.
+pub(super) fn path_name() -> &'static str {
+    match Path::detect() {
+        #[cfg(target_arch = "x86_64")]
+        Path::Avx512Vnni => "avx512-vnni",
+        #[cfg(target_arch = "x86_64")]
+        Path::Avx512 => "avx512bw",
+        #[cfg(target_arch = "x86_64")]
+        Path::Avx2 => "avx2",
+        Path::Portable => "portable",
     }
 }
 
@@ -195,6 +216,8 @@ impl Int16Matrix {
             Path::Avx512Vnni => unsafe { avx512::logits_batch_vnni(self, hs, out) },
             #[cfg(target_arch = "x86_64")]
             Path::Avx512 => unsafe { avx512::logits_batch(self, hs, out) },
+            #[cfg(target_arch = "x86_64")]
+            Path::Avx2 => unsafe { avx2::logits_batch(self, hs, out) },
             Path::Portable => {
                 let (mut hq, mut inv_h) = (Vec::new(), Vec::new());
                 self.quantize_contexts(hs, &mut hq, &mut inv_h);
@@ -315,6 +338,85 @@ mod avx512 {
     }
 }
 
+#[cfg(target_arch = "x86_64")]
+mod avx2 {
+    use std::arch::x86_64::*;
+
+    use super::{Int16Matrix, PANEL};
+    use crate::kernels::store_lanes_avx2;
+
+    /// Contexts per tile: a panel's 16 rows take 2 accumulators per context, its weights 2
+    /// registers and the context one, so 6 contexts use 15 of the 16 registers.
+    const QTILE: usize = 6;
+
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) unsafe fn logits_batch(m: &Int16Matrix, hs: &[f32], out: &mut [f32]) {
+        let (mut hq, mut inv_h) = (Vec::new(), Vec::new());
+        m.quantize_contexts(hs, &mut hq, &mut inv_h);
+        let n = inv_h.len();
+        // Panel by panel: its weights (d2 · 32 bytes) stay in L1 while every context passes.
+        for p in 0..m.n_rows.div_ceil(PANEL) {
+            let mut q = 0;
+            while q < n {
+                let nq = QTILE.min(n - q);
+                match nq {
+                    6 => tile::<6>(m, p, &hq, &inv_h, q, out),
+                    5 => tile::<5>(m, p, &hq, &inv_h, q, out),
+                    4 => tile::<4>(m, p, &hq, &inv_h, q, out),
+                    3 => tile::<3>(m, p, &hq, &inv_h, q, out),
+                    2 => tile::<2>(m, p, &hq, &inv_h, q, out),
+                    _ => tile::<1>(m, p, &hq, &inv_h, q, out),
+                }
+                q += nq;
+            }
+        }
+    }
+
+    /// Panel `p` × `Q` contexts from `q0`. A group's 64 bytes (2 dimensions of 16 rows) are two
+    /// registers of 8 rows; `vpmaddwd` against the context's pair (repeated) leaves each row's
+    /// sum of the pair in its int32 lane.
+    #[inline(always)]
+    unsafe fn tile<const Q: usize>(
+        m: &Int16Matrix,
+        p: usize,
+        hq: &[i16],
+        inv_h: &[f32],
+        q0: usize,
+        out: &mut [f32],
+    ) {
+        let groups = m.d2 / 2;
+        let wp = m.panels.as_ptr().add(p * groups * PANEL * 2);
+        let hp = hq.as_ptr().add(q0 * m.d2);
+        let mut acc = [[_mm256_setzero_si256(); 2]; Q];
+        for g in 0..groups {
+            let base = wp.add(g * PANEL * 2);
+            let w0 = _mm256_loadu_si256(base as *const __m256i);
+            let w1 = _mm256_loadu_si256(base.add(16) as *const __m256i);
+            for (qi, a) in acc.iter_mut().enumerate() {
+                let x2 = std::ptr::read_unaligned(hp.add(qi * m.d2 + 2 * g) as *const i32);
+                let x = _mm256_set1_epi32(x2);
+                a[0] = _mm256_add_epi32(a[0], _mm256_madd_epi16(x, w0));
+                a[1] = _mm256_add_epi32(a[1], _mm256_madd_epi16(x, w1));
+            }
+        }
+        let first = p * PANEL;
+        let live = (m.n_rows - first).min(PANEL);
+        for (qi, a) in acc.iter().enumerate() {
+            let s = _mm256_set1_ps(m.inv_scale * inv_h[q0 + qi]);
+            for (half, sums) in a.iter().enumerate() {
+                let rows = live.saturating_sub(8 * half).min(8);
+                if rows == 0 {
+                    break;
+                }
+                let r = first + 8 * half;
+                let bias = _mm256_loadu_ps(m.bias.as_ptr().add(r));
+                let logits = _mm256_fmadd_ps(_mm256_cvtepi32_ps(*sums), s, bias);
+                store_lanes_avx2(out.as_mut_ptr().add((q0 + qi) * m.n_rows + r), logits, rows);
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -331,13 +433,20 @@ mod tests {
             let hs = values(13 * d, 3);
             let mut fast = vec![0.0; 13 * n];
             m.logits_batch(&hs, &mut fast);
+            // Every other path this CPU runs sums the same integers.
             #[cfg(target_arch = "x86_64")]
-            if m.path == Path::Avx512Vnni {
-                // The madd + add path sums the same integers.
-                m.path = Path::Avx512;
-                let mut other = vec![0.0; 13 * n];
-                m.logits_batch(&hs, &mut other);
-                assert_eq!(other, fast);
+            for path in [Path::Avx512, Path::Avx2] {
+                let runs = match path {
+                    Path::Avx512 => m.path == Path::Avx512Vnni,
+                    _ => is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma"),
+                };
+                if runs && path != m.path {
+                    let picked = std::mem::replace(&mut m.path, path);
+                    let mut other = vec![0.0; 13 * n];
+                    m.logits_batch(&hs, &mut other);
+                    assert_eq!(other, fast, "{path:?}");
+                    m.path = picked;
+                }
             }
             m.path = Path::Portable;
             let mut portable = vec![0.0; 13 * n];

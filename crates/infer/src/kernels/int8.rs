@@ -65,6 +65,17 @@ impl Path {
     }
 }
 
+/// The path [`Int8Matrix::new`] picks on this CPU.
+pub(super) fn path_name() -> &'static str {
+    match Path::detect() {
+        #[cfg(target_arch = "x86_64")]
+        Path::Vnni => "avx512-vnni",
+        #[cfg(target_arch = "x86_64")]
+        Path::Avx2 => "avx2",
+        Path::Portable => "portable",
+    }
+}
+
 /// A matrix `[n_rows, d]` with a bias `[n_rows]` and an optional row → word-id map, quantized
 /// to int8 per row and packed for [`Int8Matrix::logits_batch`].
 #[derive(Debug, Clone)]
@@ -593,6 +604,7 @@ mod avx2 {
     use std::arch::x86_64::*;
 
     use super::{Int8Matrix, PANEL};
+    use crate::kernels::store_lanes_avx2;
 
     /// Contexts per tile: a panel's 16 rows take 4 accumulators per context, its widened
     /// weights 4 registers and the context one, so 2 contexts use 13 of the 16 registers.
@@ -685,13 +697,7 @@ mod avx2 {
                 let scale = _mm256_mul_ps(_mm256_loadu_ps(m.inv_scale.as_ptr().add(r)), s);
                 let logits = _mm256_fmadd_ps(sums, scale, _mm256_loadu_ps(m.bias.as_ptr().add(r)));
                 let dst = out.as_mut_ptr().add((q0 + qi) * stride + r - row0);
-                if rows == 8 {
-                    _mm256_storeu_ps(dst, logits);
-                } else {
-                    let lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-                    let mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(rows as i32), lanes);
-                    _mm256_maskstore_ps(dst, mask, logits);
-                }
+                store_lanes_avx2(dst, logits, rows);
             }
         }
     }

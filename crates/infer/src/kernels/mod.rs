@@ -13,7 +13,7 @@
 //! `FASTSOFTMAX_PORTABLE=1` to force the portable path, e.g. to compare).
 //! - [`Int8Matrix`] (`int8`): the same products on int8 rows with one scale per row (AVX-512
 //!   VNNI, or a portable path that sums the same integers); [`Int16Matrix`] (`int16`): int16
-//!   with one scale per matrix (AVX-512 BW `vpmaddwd`).
+//!   with one scale per matrix (AVX-512 BW `vpmaddwd`, or AVX2's on 8 lanes).
 
 mod activations;
 mod attention;
@@ -32,11 +32,50 @@ pub use int8::{
     quantize_rows, quantize_rows_int4, widen_rows, widen_rows_int4, Int8Matrix, Quantized,
 };
 pub use panel::PackedMatrix;
+
+/// The code path each kernel family takes on this CPU, after `FASTSOFTMAX_PORTABLE`: what a
+/// timing ran on, for its record (`translate --stats`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct KernelPaths {
+    /// f32 panels, recurrent cells, attention, exp: `avx512`, `avx2+fma` or `portable`.
+    pub f32: &'static str,
+    /// [`Int8Matrix`]: `avx512-vnni`, `avx2` or `portable`.
+    pub int8: &'static str,
+    /// [`Int16Matrix`]: `avx512-vnni`, `avx512bw` or `portable`.
+    pub int16: &'static str,
+}
+
+/// The paths a matrix built now would take (each family detects its own when built).
+pub fn kernel_paths() -> KernelPaths {
+    KernelPaths {
+        f32: Simd::detect().name(),
+        int8: int8::path_name(),
+        int16: int16::path_name(),
+    }
+}
 pub(crate) use vecmat::vecmat;
 pub use vecmat::vecmat_naive;
 
 /// Rows per panel.
 pub const PANEL: usize = 16;
+
+/// Stores the first `lanes` (1..=8) of `v` at `dst`: the AVX2 epilogue of a panel's last rows.
+///
+/// # Safety
+/// AVX2 must be available and `dst` valid for `lanes` writes.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+#[inline]
+pub(crate) unsafe fn store_lanes_avx2(dst: *mut f32, v: std::arch::x86_64::__m256, lanes: usize) {
+    use std::arch::x86_64::*;
+    if lanes == 8 {
+        _mm256_storeu_ps(dst, v);
+    } else {
+        let index = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+        let mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(lanes as i32), index);
+        _mm256_maskstore_ps(dst, mask, v);
+    }
+}
 
 /// Seeded pseudo-random values in [-1, 1): the fixtures of tests and benches.
 pub fn seeded_values(n: usize, seed: u64) -> Vec<f32> {
@@ -117,5 +156,15 @@ impl Simd {
             }
         }
         Simd::Portable
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            #[cfg(target_arch = "x86_64")]
+            Simd::Avx512 => "avx512",
+            #[cfg(target_arch = "x86_64")]
+            Simd::Avx2 => "avx2+fma",
+            Simd::Portable => "portable",
+        }
     }
 }
