@@ -17,9 +17,9 @@ use fastsoftmax_translate::Translator;
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
 enum To {
-    /// int8 rows, one f32 scale per row (AVX-512 VNNI products where the CPU has them).
+    /// int8 rows, one f32 scale per row (AVX-512 VNNI products where the CPU has them, else AVX2).
     Int8,
-    /// int16, one f32 scale per matrix (Devlin 2017; AVX-512 BW products): half the size.
+    /// int16, one f32 scale per matrix (Devlin 2017; AVX-512 BW or AVX2 products): half the size.
     Int16,
     /// 4-bit rows, one f32 scale per row, for a language model's storage (an eighth of f32,
     /// widened on load): the shipped Japanese converter's LSTM converts its dev sentences as
