@@ -271,6 +271,26 @@ fn train_translate_bleu_and_bad_input() {
     assert_eq!(stats["precision"], "int8");
     let int8 = fastsoftmax_infer::kernels::kernel_paths().int8;
     assert_eq!(stats["kernels"]["int8"], int8);
+    // `--output` naming a device or pipe (`/dev/null`) writes into it: renaming a finished
+    // file onto it would replace the device.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        let fifo = d.join("out.fifo");
+        let made = Command::new("mkfifo").arg(&fifo).status();
+        assert!(made.is_ok_and(|s| s.success()), "mkfifo");
+        let reader = {
+            let fifo = fifo.clone();
+            std::thread::spawn(move || std::fs::read_to_string(fifo).unwrap())
+        };
+        let (q, f) = (s("q8map"), fifo.to_str().unwrap().to_string());
+        let (ok, _, err) = cli(&["translate", "--model", &q, "--output", &f], sentence);
+        assert!(ok, "{err}");
+        // Checked before the join: had the pipe been replaced, the reader would wait forever.
+        assert!(std::fs::metadata(&fifo).unwrap().file_type().is_fifo());
+        assert_eq!(reader.join().unwrap(), shipped);
+        assert!(!d.join("out.partial").exists());
+    }
     assert_eq!(
         (shipped.clone(), used.is_some()),
         (run("q8", &["--vmap", &unknown]).0, true)

@@ -170,8 +170,14 @@ fn translate(a: TranslateArgs) -> anyhow::Result<()> {
         .input
         .as_ref()
         .map_or("stdin".to_string(), |p| p.display().to_string());
-    let tmp = a.output.as_ref().map(|p| p.with_extension("partial"));
-    let mut out: Box<dyn Write> = match &tmp {
+    // A file is written beside its name and renamed when complete; a device or pipe
+    // (`--output /dev/null`) is written in place.
+    let tmp = a
+        .output
+        .as_ref()
+        .filter(|p| !fastsoftmax_infer::files::is_special(p))
+        .map(|p| p.with_extension("partial"));
+    let mut out: Box<dyn Write> = match tmp.as_ref().or(a.output.as_ref()) {
         Some(p) => Box::new(std::io::BufWriter::new(
             std::fs::File::create(p).with_context(|| format!("creating {}", p.display()))?,
         )),

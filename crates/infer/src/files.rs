@@ -75,8 +75,19 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
         .collect()
 }
 
-/// Writes bytes to `path` atomically (temporary file in the same directory, then rename).
+/// Whether `path` exists as something other than a regular file or folder: a device such as
+/// `/dev/null`, a pipe, `/dev/stdout`. Such a path is written in place: renaming a finished
+/// file onto it would replace the device itself (as root, `/dev/null` with a plain file).
+pub fn is_special(path: &Path) -> bool {
+    std::fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir())
+}
+
+/// Writes bytes to `path` atomically (temporary file in the same directory, then rename); a
+/// device or pipe ([`is_special`]) is written in place.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    if is_special(path) {
+        return std::fs::write(path, bytes).map_err(|e| Error::io(path, e));
+    }
     let mut tmp = PathBuf::from(path);
     tmp.as_mut_os_string().push(".tmp");
     std::fs::write(&tmp, bytes).map_err(|e| Error::io(&tmp, e))?;
@@ -287,5 +298,28 @@ mod tests {
         );
         assert_eq!(check(&Digests::new(), "w.bin", b"x"), FileCheck::Unrecorded);
         assert!(verify(path, b"x", &Digests::new(), manifest, dir, "re-export").is_ok());
+    }
+
+    /// A pipe (as `/dev/null` or `/dev/stdout` would be) is written, not replaced by a file.
+    #[cfg(unix)]
+    #[test]
+    fn an_atomic_write_to_a_pipe_keeps_the_pipe() {
+        use std::os::unix::fs::FileTypeExt;
+        let dir = tempfile::tempdir().unwrap();
+        let (fifo, file) = (dir.path().join("out.fifo"), dir.path().join("out.json"));
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+        assert!(made.is_ok_and(|s| s.success()), "mkfifo");
+        let reader = {
+            let fifo = fifo.clone();
+            std::thread::spawn(move || std::fs::read(fifo).unwrap())
+        };
+        write_atomic(&fifo, b"{}").unwrap();
+        // Checked before the join: had the pipe been replaced, the reader would wait forever.
+        assert!(std::fs::metadata(&fifo).unwrap().file_type().is_fifo());
+        assert_eq!(reader.join().unwrap(), b"{}");
+        assert!(is_special(&fifo) && !is_special(&file) && !is_special(dir.path()));
+        write_atomic(&file, b"[]").unwrap();
+        assert_eq!(std::fs::read(&file).unwrap(), b"[]");
+        assert!(!dir.path().join("out.json.tmp").exists());
     }
 }
