@@ -7,8 +7,9 @@
 # 512-wide states, dropout 0.3), Adam 1e-3, batches of 64 sentences, $THREADS CPU threads
 # (default 2; our trainer keeps about one core busy, so 1 runs beside it at full speed), trained
 # until its valid BLEU (Marian's own, on tokens, beam 5) has not risen for 3 validations of
-# 2,000 updates each (6,000 updates, 2.7 epochs): to convergence, not a fixed budget. SIGTERM (a session's end) makes
-# Marian save; running the script again continues from the saved model and optimizer.
+# 2,000 updates each (6,000 updates, 2.7 epochs): to convergence, not a fixed budget. SIGTERM
+# (a session's end) makes Marian save; running the script again continues from the saved model
+# and optimizer.
 #
 # `decode` then times Marian's fastest forms against our student in one run, 1 thread, beam 5,
 # batches of 16, on the 2,000 test sentences: f32, its lexical shortlist (from our aligner's

@@ -12,7 +12,7 @@
 //! AVX2+FMA, and the portable code for any CPU; picked once when a matrix is built (set
 //! `FASTSOFTMAX_PORTABLE=1` to force the portable path, e.g. to compare).
 //! - [`Int8Matrix`] (`int8`): the same products on int8 rows with one scale per row (AVX-512
-//!   VNNI, or a portable path that sums the same integers); [`Int16Matrix`] (`int16`): int16
+//!   VNNI, AVX2, or a portable path that sums the same integers); [`Int16Matrix`] (`int16`): int16
 //!   with one scale per matrix (AVX-512 BW `vpmaddwd`, or AVX2's on 8 lanes).
 
 mod activations;
@@ -32,6 +32,11 @@ pub use int8::{
     quantize_rows, quantize_rows_int4, widen_rows, widen_rows_int4, Int8Matrix, Quantized,
 };
 pub use panel::PackedMatrix;
+pub(crate) use vecmat::vecmat;
+pub use vecmat::vecmat_naive;
+
+/// Rows per panel.
+pub const PANEL: usize = 16;
 
 /// The code path each kernel family takes on this CPU, after `FASTSOFTMAX_PORTABLE`: what a
 /// timing ran on, for its record (`translate --stats`).
@@ -41,7 +46,7 @@ pub struct KernelPaths {
     pub f32: &'static str,
     /// [`Int8Matrix`]: `avx512-vnni`, `avx2` or `portable`.
     pub int8: &'static str,
-    /// [`Int16Matrix`]: `avx512-vnni`, `avx512bw` or `portable`.
+    /// [`Int16Matrix`]: `avx512-vnni`, `avx512bw`, `avx2` or `portable`.
     pub int16: &'static str,
 }
 
@@ -53,11 +58,6 @@ pub fn kernel_paths() -> KernelPaths {
         int16: int16::path_name(),
     }
 }
-pub(crate) use vecmat::vecmat;
-pub use vecmat::vecmat_naive;
-
-/// Rows per panel.
-pub const PANEL: usize = 16;
 
 /// Stores the first `lanes` (1..=8) of `v` at `dst`: the AVX2 epilogue of a panel's last rows.
 ///
