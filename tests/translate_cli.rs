@@ -271,7 +271,7 @@ fn train_translate_bleu_and_bad_input() {
     assert_eq!(stats["precision"], "int8");
     let int8 = fastsoftmax_infer::kernels::kernel_paths().int8;
     assert_eq!(stats["kernels"]["int8"], int8);
-    // `--output` naming a device or pipe (`/dev/null`) writes into it: renaming a finished
+    // `--output` naming a device, pipe or link (`/dev/null`) writes into it: renaming a finished
     // file onto it would replace the device.
     #[cfg(unix)]
     {

@@ -170,7 +170,7 @@ fn translate(a: TranslateArgs) -> anyhow::Result<()> {
         .input
         .as_ref()
         .map_or("stdin".to_string(), |p| p.display().to_string());
-    // A file is written beside its name and renamed when complete; a device or pipe
+    // A file is written beside its name and renamed when complete; a device, pipe or link
     // (`--output /dev/null`) is written in place.
     let tmp = a
         .output

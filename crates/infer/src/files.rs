@@ -75,15 +75,17 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
         .collect()
 }
 
-/// Whether `path` exists as something other than a regular file or folder: a device such as
-/// `/dev/null`, a pipe, `/dev/stdout`. Such a path is written in place: renaming a finished
-/// file onto it would replace the device itself (as root, `/dev/null` with a plain file).
+/// Whether `path` exists as something other than a plain file or folder: a device such as
+/// `/dev/null`, a pipe, or a symbolic link (`/dev/stdout`). Such a path is written in place:
+/// renaming a finished file onto it would replace the device or the link itself (as root,
+/// `/dev/null` with a plain file).
 pub fn is_special(path: &Path) -> bool {
-    std::fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir())
+    let link = std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
+    link || std::fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir())
 }
 
 /// Writes bytes to `path` atomically (temporary file in the same directory, then rename); a
-/// device or pipe ([`is_special`]) is written in place.
+/// device, pipe or link ([`is_special`]) is written in place.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     if is_special(path) {
         return std::fs::write(path, bytes).map_err(|e| Error::io(path, e));
@@ -300,10 +302,10 @@ mod tests {
         assert!(verify(path, b"x", &Digests::new(), manifest, dir, "re-export").is_ok());
     }
 
-    /// A pipe (as `/dev/null` or `/dev/stdout` would be) is written, not replaced by a file.
+    /// A pipe or a link (as `/dev/null` or `/dev/stdout` are) is written, not replaced.
     #[cfg(unix)]
     #[test]
-    fn an_atomic_write_to_a_pipe_keeps_the_pipe() {
+    fn an_atomic_write_to_a_pipe_or_link_keeps_it() {
         use std::os::unix::fs::FileTypeExt;
         let dir = tempfile::tempdir().unwrap();
         let (fifo, file) = (dir.path().join("out.fifo"), dir.path().join("out.json"));
@@ -321,5 +323,15 @@ mod tests {
         write_atomic(&file, b"[]").unwrap();
         assert_eq!(std::fs::read(&file).unwrap(), b"[]");
         assert!(!dir.path().join("out.json.tmp").exists());
+        // A link (as `/dev/stdout` is) stays a link; the file it names gets the bytes.
+        let link = dir.path().join("link.json");
+        std::os::unix::fs::symlink(&file, &link).unwrap();
+        assert!(is_special(&link));
+        write_atomic(&link, b"{}").unwrap();
+        assert!(std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        assert_eq!(std::fs::read(&file).unwrap(), b"{}");
     }
 }
