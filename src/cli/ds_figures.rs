@@ -137,9 +137,7 @@ fn chart(
         (x0, x1, y0, y1) = (x0.min(x), x1.max(x), y0.min(y), y1.max(y));
     }
     let (px, py) = (((x1 - x0) * 0.05).max(0.1), ((y1 - y0) * 0.08).max(0.1));
-    let tmp = path.with_extension("tmp.png");
-    {
-        let root = BitMapBackend::new(&tmp, (900, 600)).into_drawing_area();
+    crate::cli::plot::write_png(path, (900, 600), |root| {
         let err = |e| anyhow::anyhow!("plotting: {e:?}");
         root.fill(&WHITE).map_err(err)?;
         let mut c = ChartBuilder::on(&root)
@@ -167,7 +165,6 @@ fn chart(
             .map_err(err)?;
         }
         root.present().map_err(err)?;
-    }
-    std::fs::rename(&tmp, path).with_context(|| format!("writing {}", path.display()))?;
-    Ok(())
+        Ok(())
+    })
 }

@@ -255,21 +255,31 @@ pub fn line_plot_with(
         style,
     )?;
     fastsoftmax_infer::files::write_atomic(&stem.with_extension("svg"), svg.as_bytes())?;
-    // The bitmap backend picks its encoder from the extension: render to a temporary .png.
-    let mut tmp = stem.as_os_str().to_owned();
-    tmp.push(".tmp.png");
-    let tmp = PathBuf::from(tmp);
-    draw(
-        BitMapBackend::new(&tmp, SIZE).into_drawing_area(),
-        title,
-        x_desc,
-        y_desc,
-        series,
-        ranges,
-        style,
-    )?;
-    std::fs::rename(&tmp, stem.with_extension("png"))
-        .with_context(|| format!("writing {}", stem.with_extension("png").display()))?;
+    write_png(&stem.with_extension("png"), SIZE, |area| {
+        draw(area, title, x_desc, y_desc, series, ranges, style)
+    })
+}
+
+/// Paints a `size` bitmap in memory with `paint` and writes it to `path` as a PNG with
+/// [`write_atomic`](fastsoftmax_infer::files::write_atomic): an interrupted plot never leaves a
+/// half-written file, and a device or link at `path` stays what it is.
+pub fn write_png(
+    path: &Path,
+    size: (u32, u32),
+    paint: impl FnOnce(DrawingArea<BitMapBackend<'_>, Shift>) -> anyhow::Result<()>,
+) -> anyhow::Result<()> {
+    let (w, h) = size;
+    let mut rgb = vec![0u8; w as usize * h as usize * 3];
+    paint(BitMapBackend::with_buffer(&mut rgb, size).into_drawing_area())?;
+    let mut bytes = Vec::new();
+    let mut encoder = png::Encoder::new(&mut bytes, w, h);
+    encoder.set_color(png::ColorType::Rgb);
+    encoder.set_depth(png::BitDepth::Eight);
+    encoder
+        .write_header()
+        .and_then(|mut image| image.write_image_data(&rgb))
+        .with_context(|| format!("encoding {}", path.display()))?;
+    fastsoftmax_infer::files::write_atomic(path, &bytes)?;
     Ok(())
 }
 
@@ -343,6 +353,31 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_png_holds_what_was_painted_and_leaves_no_scratch_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("fig.png");
+        write_png(&path, (7, 3), |area| {
+            area.fill(&WHITE).unwrap();
+            area.draw_pixel((6, 2), &RED).unwrap();
+            area.present().unwrap();
+            Ok(())
+        })
+        .unwrap();
+        let decoder = png::Decoder::new(std::fs::File::open(&path).unwrap());
+        let mut reader = decoder.read_info().unwrap();
+        let mut rgb = vec![0; reader.output_buffer_size()];
+        let info = reader.next_frame(&mut rgb).unwrap();
+        assert_eq!((info.width, info.height), (7, 3));
+        assert_eq!(&rgb[..3], &[255, 255, 255]);
+        assert_eq!(&rgb[(2 * 7 + 6) * 3..], &[255, 0, 0]);
+        let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+        assert_eq!(names.len(), 1, "a scratch file was left beside the plot");
+        // A failed paint writes nothing.
+        let failed = write_png(&dir.path().join("bad.png"), (2, 2), |_| anyhow::bail!("no"));
+        assert!(failed.is_err() && !dir.path().join("bad.png").exists());
+    }
 
     #[test]
     fn the_legend_goes_to_the_corner_the_curves_leave_free() {

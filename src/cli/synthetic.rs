@@ -86,11 +86,7 @@ pub fn heatmap(stem: &Path, title: &str, kept: &[Vec<u8>]) -> anyhow::Result<()>
     let cell_w = (1000 / bins).max(1) as u32;
     let cell_h = (600 / rows).clamp(1, 40) as u32;
     let (w, h) = (bins as u32 * cell_w + 40, rows as u32 * cell_h + 80);
-    let mut tmp = stem.as_os_str().to_owned();
-    tmp.push(".tmp.png");
-    let tmp = PathBuf::from(tmp);
-    {
-        let root = BitMapBackend::new(&tmp, (w, h)).into_drawing_area();
+    crate::cli::plot::write_png(&stem.with_extension("png"), (w, h), |root| {
         let err = |e| anyhow::anyhow!("plotting: {e:?}");
         root.fill(&WHITE).map_err(err)?;
         crate::cli::plot::register_font();
@@ -118,8 +114,6 @@ pub fn heatmap(stem: &Path, title: &str, kept: &[Vec<u8>]) -> anyhow::Result<()>
             }
         }
         root.present().map_err(err)?;
-    }
-    std::fs::rename(&tmp, stem.with_extension("png"))
-        .with_context(|| format!("writing {}", stem.with_extension("png").display()))?;
-    Ok(())
+        Ok(())
+    })
 }
