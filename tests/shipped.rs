@@ -182,6 +182,41 @@ fn shipped_translators_are_verified_and_serve() {
     }
 }
 
+/// Latin names inside Japanese reach the shipped Japanese → English translator through a
+/// stand-in it reads (the corpus holds almost no Latin text, so it cannot read them itself) and
+/// come out as written; without it, `John` came out as `The flight` and `iPhone` made the
+/// decoder loop to its length limit.
+#[test]
+fn latin_names_in_japanese_are_copied_through() {
+    use fastsoftmax_translate::{Profile, SearchOptions, Translator};
+    let engine = Translator::load(&root().join("assets/models/ja-en-tiny")).unwrap();
+    let lines = [
+        "Johnは医者です。",
+        "iPhoneを買いました。",
+        "New Yorkに住んでいます。",
+        "ＰＴＡの会議です。",
+        "CDを買った。",
+    ];
+    let out = engine
+        .translate(&lines, &SearchOptions::default(), &mut Profile::default())
+        .unwrap();
+    let text: Vec<&str> = out.iter().map(|t| t[0].text.as_str()).collect();
+    for (want, got) in ["John", "iPhone", "New York", "PTA", "CD"]
+        .iter()
+        .zip(&text)
+    {
+        assert!(got.contains(want) && got.split(' ').count() < 8, "{text:?}");
+    }
+    assert!(!text.iter().any(|t| t.contains("Ken")), "{text:?}");
+    let src = engine.source(lines[1], 100);
+    assert_eq!(src.placeholders.len(), 1);
+    assert_eq!(src.placeholders[0].original, "iPhone");
+    assert!(
+        engine.source(lines[4], 100).placeholders.is_empty(),
+        "CD is a word it knows"
+    );
+}
+
 /// The shipped converter loads, converts typed kana with the LSTM and the full softmax, and a
 /// corrupted lexicon or unigram shift is refused.
 #[test]

@@ -50,7 +50,9 @@ pub struct TranslateArgs {
     /// the beam normalises over them. Not with --vmap.
     #[arg(long, conflicts_with = "vmap")]
     head: Option<String>,
-    /// Keep `<unk>` in the output instead of copying the most attended source word.
+    /// Keep `<unk>` in the output instead of copying the most attended source word. (Latin
+    /// names in a Japanese source are copied through regardless: a Japanese → English
+    /// translator reads each as a name it knows, `Ken`, and writes the original in its place.)
     #[arg(long)]
     keep_unk: bool,
     /// Input file, one sentence per line (default: stdin).

@@ -8,6 +8,7 @@ use std::time::Instant;
 use fastsoftmax_infer::{log_sum_exp_top_k, Error, Result, TopK, K_MAX};
 
 use crate::engine::{lap, Encoded, Output, Profile, Scratch, Shortlist, Translator};
+use crate::placeholder::{Placeholder, Placeholders};
 use crate::text;
 use crate::vmap::Shortlister;
 
@@ -107,19 +108,34 @@ pub struct Source {
     pub ids: Vec<u32>,
     /// Tokens cut off the end.
     pub truncated: usize,
+    /// Latin runs replaced by stand-ins before tokenizing, put back in the translation
+    /// ([`crate::placeholder`]).
+    pub placeholders: Vec<Placeholder>,
 }
 
-/// A hypothesis: its words, the source position each one's step attended to most, log p.
 impl Source {
     /// `line` cut into `tokenizer`'s tokens (at most `max_tokens`), their ids in `vocab`
-    /// (`<unk>` for unknown ones) and `<eos>`.
+    /// (`<unk>` for unknown ones) and `<eos>`; with `placeholders`, its unknown Latin runs
+    /// read as stand-ins first.
     pub fn new(
         line: &str,
         tokenizer: &crate::tokenizer::Tokenizer,
         vocab: &fastsoftmax_infer::Vocab,
         max_tokens: usize,
+        placeholders: Option<Placeholders>,
     ) -> Source {
-        let mut tokens = tokenizer.tokenize(line);
+        let (mut tokens, placeholders) = match placeholders {
+            Some(p) => {
+                // A run the tokenizer reads as one known piece is a word it learnt.
+                let known = |run: &str| match tokenizer.tokenize(run).as_slice() {
+                    [piece] => vocab.get(piece).is_some(),
+                    _ => false,
+                };
+                let (masked, used) = p.mask(&tokenizer.normalize(line), known);
+                (tokenizer.tokenize(&masked), used)
+            }
+            None => (tokenizer.tokenize(line), Vec::new()),
+        };
         let truncated = tokens.len().saturating_sub(max_tokens);
         tokens.truncate(max_tokens);
         let mut ids: Vec<u32> = tokens.iter().map(|t| vocab.id_or_unk(t)).collect();
@@ -128,6 +144,7 @@ impl Source {
             tokens,
             ids,
             truncated,
+            placeholders,
         }
     }
 }
@@ -253,7 +270,7 @@ impl Beams {
 }
 
 /// A finished hypothesis as a translation: `<unk>` replaced by the source token its step
-/// attended to most (when `replace_unk`), detokenized.
+/// attended to most (when `replace_unk`), stand-ins by the text they replaced, detokenized.
 pub(crate) fn translation(
     vocab: &fastsoftmax_infer::Vocab,
     h: Hyp,
@@ -268,7 +285,13 @@ pub(crate) fn translation(
         .zip(&h.attended)
         .map(|(&id, &pos)| match src.tokens.get(pos as usize) {
             Some(word) if replace_unk && id == unk => word.clone(),
-            _ => vocab.word(id).to_string(),
+            _ => {
+                let word = vocab.word(id);
+                match src.placeholders.iter().find(|p| p.target == word) {
+                    Some(p) => p.original.clone(),
+                    None => word.to_string(),
+                }
+            }
         })
         .collect();
     Translation {
@@ -289,6 +312,7 @@ impl Translator {
             self.src_tokenizer(),
             self.src_vocab(),
             max_source_tokens,
+            Placeholders::for_languages(self.languages()),
         )
     }
 

@@ -6,6 +6,7 @@
 //! - [`text`]: word tokens and the way back to text.
 //! - [`bleu`]: corpus BLEU as sacreBLEU computes it by default.
 //! - [`tokenizer`]: source words or subwords (BPE, for Japanese).
+//! - [`placeholder`]: stand-ins for Latin names in a Japanese source, put back in the output.
 //! - [`transformer`]: the Transformer translator (the distillation teacher) and its beam.
 //! - [`distill`]: sequence-level distillation, a teacher re-translating the training source.
 //! - [`align`], [`vmap`]: word alignment and the vocabulary map built from it, which cuts the
@@ -21,6 +22,7 @@ pub mod beam;
 pub mod bleu;
 pub mod distill;
 pub mod engine;
+pub mod placeholder;
 pub mod screen;
 pub mod serve;
 pub mod text;

@@ -172,6 +172,17 @@ impl Tokenizer {
         }
     }
 
+    /// `line` as this tokenizer reads it: NFKC-normalised for subwords, unchanged for words.
+    pub fn normalize<'a>(&self, line: &'a str) -> std::borrow::Cow<'a, str> {
+        if let Tokenizer::Subwords(_) = self {
+            let mut normalized = tokenizers::NormalizedString::from(line);
+            if NFKC.normalize(&mut normalized).is_ok() {
+                return normalized.get().to_string().into();
+            }
+        }
+        line.into()
+    }
+
     /// The tokens of `line` (see the module docs).
     pub fn tokenize(&self, line: &str) -> Vec<String> {
         let Tokenizer::Subwords(t) = self else {
@@ -179,11 +190,8 @@ impl Tokenizer {
         };
         // Normalised first, so that an unknown character's text is the normalised one too
         // (NFKC is idempotent: the tokenizer's own pass changes nothing more).
-        let mut normalized = tokenizers::NormalizedString::from(line);
-        if NFKC.normalize(&mut normalized).is_err() {
-            return crate::text::tokenize(line);
-        }
-        let line = normalized.get();
+        let normalized = self.normalize(line);
+        let line = normalized.as_ref();
         let Ok(enc) = t.encode(line, false) else {
             // The BPE refuses nothing we feed it; fall back to characters rather than lose text.
             return line

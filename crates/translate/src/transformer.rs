@@ -26,6 +26,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::artifact::Languages;
 use crate::beam::{translation, Beams, SearchOptions, Source, Translation};
+use crate::placeholder::Placeholders;
 use crate::tokenizer::{TokenKind, Tokenizer, SUBWORDS_FILE};
 
 pub const FORMAT: &str = "fastsoftmax-nmt-transformer";
@@ -749,6 +750,7 @@ impl TransformerTranslator {
             &self.src_tokenizer,
             &self.src_vocab,
             max_source_tokens,
+            Placeholders::for_languages(self.languages.as_ref()),
         )
     }
 
