@@ -51,8 +51,9 @@ pub struct TranslateArgs {
     #[arg(long, conflicts_with = "vmap")]
     head: Option<String>,
     /// Keep `<unk>` in the output instead of copying the most attended source word. (Latin
-    /// names in a Japanese source are copied through regardless: a Japanese → English
-    /// translator reads each as a name it knows, `Ken`, and writes the original in its place.)
+    /// names and emoji in a Japanese source are copied through regardless: a Japanese →
+    /// English translator reads each as a name it knows, `Ken`, and writes the original in its
+    /// place; emoji at a line's start or end are put back around the translation.)
     #[arg(long)]
     keep_unk: bool,
     /// Input file, one sentence per line (default: stdin).

@@ -8,7 +8,7 @@ use std::time::Instant;
 use fastsoftmax_infer::{log_sum_exp_top_k, Error, Result, TopK, K_MAX};
 
 use crate::engine::{lap, Encoded, Output, Profile, Scratch, Shortlist, Translator};
-use crate::placeholder::{Placeholder, Placeholders};
+use crate::placeholder::{Masked, Placeholders};
 use crate::text;
 use crate::vmap::Shortlister;
 
@@ -108,9 +108,10 @@ pub struct Source {
     pub ids: Vec<u32>,
     /// Tokens cut off the end.
     pub truncated: usize,
-    /// Latin runs replaced by stand-ins before tokenizing, put back in the translation
-    /// ([`crate::placeholder`]).
-    pub placeholders: Vec<Placeholder>,
+    /// What stand-ins replaced before tokenizing and what was set aside from the line's
+    /// edges, put back in the translation ([`crate::placeholder`]); the line itself when the
+    /// translator has no stand-ins.
+    pub masked: Masked,
 }
 
 impl Source {
@@ -124,18 +125,23 @@ impl Source {
         max_tokens: usize,
         placeholders: Option<Placeholders>,
     ) -> Source {
-        let (mut tokens, placeholders) = match placeholders {
+        let masked = match placeholders {
             Some(p) => {
                 // A run the tokenizer reads as one known piece is a word it learnt.
-                let known = |run: &str| match tokenizer.tokenize(run).as_slice() {
+                let known_run = |run: &str| match tokenizer.tokenize(run).as_slice() {
                     [piece] => vocab.get(piece).is_some(),
                     _ => false,
                 };
-                let (masked, used) = p.mask(&tokenizer.normalize(line), known);
-                (tokenizer.tokenize(&masked), used)
+                p.mask(&tokenizer.normalize(line), known_run, |c| {
+                    tokenizer.knows_char(c)
+                })
             }
-            None => (tokenizer.tokenize(line), Vec::new()),
+            None => Masked {
+                line: line.to_string(),
+                ..Masked::default()
+            },
         };
+        let mut tokens = tokenizer.tokenize(&masked.line);
         let truncated = tokens.len().saturating_sub(max_tokens);
         tokens.truncate(max_tokens);
         let mut ids: Vec<u32> = tokens.iter().map(|t| vocab.id_or_unk(t)).collect();
@@ -144,7 +150,7 @@ impl Source {
             tokens,
             ids,
             truncated,
-            placeholders,
+            masked,
         }
     }
 }
@@ -154,6 +160,17 @@ pub(crate) struct Hyp {
     ids: Vec<u32>,
     attended: Vec<u32>,
     log_prob: f64,
+}
+
+impl Hyp {
+    /// No words: what an empty source translates to.
+    pub fn empty() -> Hyp {
+        Hyp {
+            ids: Vec::new(),
+            attended: Vec::new(),
+            log_prob: 0.0,
+        }
+    }
 }
 
 /// The bookkeeping of a batch's beams, shared by the recurrent and the Transformer engines:
@@ -185,14 +202,7 @@ impl Beams {
             eos,
             max_len,
             sentence: (0..n).collect(),
-            hyps: vec![
-                Hyp {
-                    ids: Vec::new(),
-                    attended: Vec::new(),
-                    log_prob: 0.0,
-                };
-                n
-            ],
+            hyps: vec![Hyp::empty(); n],
             prev: vec![eos; n],
             finished: vec![Vec::new(); n],
             step: 0,
@@ -270,7 +280,8 @@ impl Beams {
 }
 
 /// A finished hypothesis as a translation: `<unk>` replaced by the source token its step
-/// attended to most (when `replace_unk`), stand-ins by the text they replaced, detokenized.
+/// attended to most (when `replace_unk`), stand-ins by the text they replaced, detokenized,
+/// the symbols set aside from the source's edges around it.
 pub(crate) fn translation(
     vocab: &fastsoftmax_infer::Vocab,
     h: Hyp,
@@ -287,7 +298,7 @@ pub(crate) fn translation(
             Some(word) if replace_unk && id == unk => word.clone(),
             _ => {
                 let word = vocab.word(id);
-                match src.placeholders.iter().find(|p| p.target == word) {
+                match src.masked.placeholders.iter().find(|p| p.target == word) {
                     Some(p) => p.original.clone(),
                     None => word.to_string(),
                 }
@@ -295,7 +306,7 @@ pub(crate) fn translation(
         })
         .collect();
     Translation {
-        text: text::detokenize(&tokens),
+        text: src.masked.wrap(&text::detokenize(&tokens)),
         tokens,
         ids: h.ids,
         log_prob: h.log_prob,
@@ -332,13 +343,7 @@ impl Translator {
             .collect();
         for (i, s) in sources.iter().enumerate() {
             if s.tokens.is_empty() {
-                results[i].push(Translation {
-                    text: String::new(),
-                    tokens: Vec::new(),
-                    ids: Vec::new(),
-                    log_prob: 0.0,
-                    score: 0.0,
-                });
+                results[i].push(translation(self.tgt_vocab(), Hyp::empty(), 0.0, s, false));
             }
         }
         if active.is_empty() {

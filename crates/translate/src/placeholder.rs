@@ -1,4 +1,5 @@
-//! Stand-ins for Latin-script words inside a source written in another script.
+//! Stand-ins for what a translator cannot read in its source: Latin words inside Japanese,
+//! and symbols (emoji, `Ω`) its subwords never saw.
 //!
 //! A Japanese→English translator learns from text where Latin words are rare (98 of the
 //! Tanaka corpus's 143,868 training sentences hold one), so its subword tokenizer cuts a name
@@ -6,12 +7,16 @@
 //! makes up a word in its place or loops. Such a word is almost always a name to copy through
 //! untranslated. So before tokenizing, each unknown Latin run is replaced by a name the
 //! translator reads and writes reliably (ケン, which it renders as `Ken`), and the output's
-//! `Ken` is put back as the original text. Placeholders exist only for language pairs that
-//! have a table here (see [`Placeholders::for_languages`]).
+//! `Ken` is put back as the original text. A run of symbols the tokenizer has no piece for
+//! (`<unk>` to the network, which the decoder mostly drops; kana and kanji excluded, they
+//! belong to a word) is treated alike inside the line;
+//! at the line's start or end (before its final punctuation) it is set aside and put back
+//! around the translation (`ありがとう😀` → `Thank you … 😀`). Placeholders exist only for
+//! language pairs that have a table here (see [`Placeholders::for_languages`]).
 //!
-//! What counts as a run, on the NFKC-normalised line: an ASCII letter, then letters and digits,
-//! with connectors (`-.'&_@/:+#%?=~`) and single spaces inside when a letter or digit follows
-//! (`iPhone`, `New York`, `e-mail`, `Mr. Smith`). Left alone: runs of fewer than two
+//! What counts as a Latin run, on the NFKC-normalised line: an ASCII letter, then letters and
+//! digits, with connectors (`-.'&_@/:+#%?=~`) and single spaces inside when a letter or digit
+//! follows (`iPhone`, `New York`, `e-mail`, `Mr. Smith`). Left alone: runs of fewer than two
 //! letters (`Tシャツ`, `X線`), runs right after a digit (units: `100m`, `180g`), runs the
 //! tokenizer keeps as one known piece (`CD`), and any beyond the table's length.
 
@@ -37,6 +42,29 @@ pub struct Placeholder {
     pub original: String,
 }
 
+/// A source line made readable: the line the translator reads, what its stand-ins replaced,
+/// and the unreadable symbols set aside from its edges.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Masked {
+    pub line: String,
+    pub placeholders: Vec<Placeholder>,
+    /// Put back before the translation.
+    pub prefix: String,
+    /// Put back after the translation.
+    pub suffix: String,
+}
+
+impl Masked {
+    /// `text` (a translation) with the edges' symbols put back around it.
+    pub fn wrap(&self, text: &str) -> String {
+        [self.prefix.as_str(), text, self.suffix.as_str()]
+            .into_iter()
+            .filter(|s| !s.is_empty())
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
 impl Placeholders {
     /// The table of `languages`, if the pair has one (today: `ja` → `en`).
     pub fn for_languages(languages: Option<&Languages>) -> Option<Placeholders> {
@@ -46,23 +74,35 @@ impl Placeholders {
         }
     }
 
-    /// `line` (already NFKC-normalised) with its unknown Latin runs replaced by stand-ins, and
-    /// what each stand-in replaced. `known(run)` says whether the tokenizer reads `run` as one
-    /// piece of its vocabulary (such a run is left alone). A stand-in whose source text is
-    /// already in the line is not used, so the output's name is never ambiguous.
-    pub fn mask(&self, line: &str, known: impl Fn(&str) -> bool) -> (String, Vec<Placeholder>) {
-        let mut free = self
-            .names
-            .iter()
-            .filter(|(src, _)| !line.contains(src))
-            .peekable();
+    /// `line` (already NFKC-normalised) made readable (see the module docs). `known_run(run)`
+    /// says whether the tokenizer reads a Latin run as one piece of its vocabulary (such a run
+    /// is left alone); `known_char(c)` whether the tokenizer has a piece for `c`. A stand-in
+    /// whose source text is already in the line is not used, so the output's name is never
+    /// ambiguous.
+    pub fn mask(
+        &self,
+        line: &str,
+        known_run: impl Fn(&str) -> bool,
+        known_char: impl Fn(char) -> bool,
+    ) -> Masked {
+        // An unknown kanji or kana is part of a Japanese word: `<unk>` in place keeps the
+        // word's other characters where the network expects them.
+        let unknown = |c: char| !c.is_whitespace() && !known_char(c) && !is_cjk(c);
+        let (body, prefix, suffix) = edges(line, unknown);
+        let mut runs: Vec<(usize, usize)> = latin_runs(&line[body.clone()])
+            .into_iter()
+            .filter(|&(a, b)| !known_run(&line[body.start + a..body.start + b]))
+            .chain(symbol_runs(&line[body.clone()], unknown))
+            .map(|(a, b)| (body.start + a, body.start + b))
+            .collect();
+        runs.sort_unstable();
+        let mut free = self.names.iter().filter(|(src, _)| !line.contains(src));
         let mut out = String::with_capacity(line.len());
-        let mut used = Vec::new();
-        let mut last = 0;
-        for (a, b) in latin_runs(line) {
-            let run = &line[a..b];
-            if known(run) {
-                continue;
+        let mut placeholders = Vec::new();
+        let mut last = body.start;
+        for (a, b) in runs {
+            if a < last {
+                continue; // overlaps the run before
             }
             let Some(&(src, target)) = free.next() else {
                 break;
@@ -70,14 +110,72 @@ impl Placeholders {
             out.push_str(&line[last..a]);
             out.push_str(src);
             last = b;
-            used.push(Placeholder {
+            placeholders.push(Placeholder {
                 target,
-                original: run.to_string(),
+                original: line[a..b].to_string(),
             });
         }
-        out.push_str(&line[last..]);
-        (out, used)
+        out.push_str(&line[last..body.end]);
+        out.push_str(&line[suffix.end..]);
+        Masked {
+            line: out,
+            placeholders,
+            prefix: line[prefix].trim().to_string(),
+            suffix: line[suffix].trim().to_string(),
+        }
     }
+}
+
+/// Splits `line` into the unreadable symbols at its start, the body, and those at its end
+/// (before any closing punctuation, which stays with the body): three byte ranges, the
+/// first two adjacent; the body ends where the suffix starts, and the rest of the line
+/// (the closing punctuation) follows the suffix.
+fn edges(
+    line: &str,
+    unknown: impl Fn(char) -> bool,
+) -> (
+    std::ops::Range<usize>,
+    std::ops::Range<usize>,
+    std::ops::Range<usize>,
+) {
+    let symbol_or_space = |c: char| c.is_whitespace() || unknown(c);
+    let mut start = line.len() - line.trim_start_matches(symbol_or_space).len();
+    if !line[..start].chars().any(&unknown) {
+        start = 0;
+    }
+    let rest = &line[start..];
+    let closing = |c: char| c.is_whitespace() || "。．.！!？?、，,」』）)".contains(c);
+    let tail = rest.len() - rest.trim_end_matches(closing).len();
+    let body_and_symbols = &rest[..rest.len() - tail];
+    let symbols_at = body_and_symbols.trim_end_matches(symbol_or_space).len();
+    let mut end = start + symbols_at;
+    if !body_and_symbols[symbols_at..].chars().any(&unknown) {
+        end = start + body_and_symbols.len();
+    }
+    let suffix_end = start + body_and_symbols.len();
+    (start..end, 0..start, end..suffix_end)
+}
+
+/// Kana and CJK ideographs (the unified blocks, their extensions and compatibility forms).
+fn is_cjk(c: char) -> bool {
+    matches!(c as u32, 0x3040..=0x30FF | 0x3400..=0x4DBF | 0x4E00..=0x9FFF | 0xF900..=0xFAFF | 0x20000..=0x3FFFF)
+}
+
+/// Byte ranges of the runs of unreadable symbols in `line` (joined across the spaces between
+/// them).
+fn symbol_runs(line: &str, unknown: impl Fn(char) -> bool) -> Vec<(usize, usize)> {
+    let mut runs: Vec<(usize, usize)> = Vec::new();
+    for (i, c) in line.char_indices() {
+        if !unknown(c) {
+            continue;
+        }
+        let end = i + c.len_utf8();
+        match runs.last_mut() {
+            Some(run) if line[run.1..i].chars().all(char::is_whitespace) => run.1 = end,
+            _ => runs.push((i, end)),
+        }
+    }
+    runs
 }
 
 /// Byte ranges of the Latin runs of `line` worth a stand-in (see the module docs).
@@ -180,27 +278,69 @@ mod tests {
         assert!(runs("私は学生です。").is_empty());
     }
 
+    /// Every character is known but emoji, `Ω` and `陛`.
+    fn known_char(c: char) -> bool {
+        !matches!(c, '😀' | '🐱' | 'Ω' | '\u{200d}' | '👍' | '陛')
+    }
+
     #[test]
     fn mask_uses_each_name_once_skips_known_and_present_ones() {
         let p = ja_en();
-        let (line, used) = p.mask("JohnはiPhoneを買った。", |_| false);
-        assert_eq!(line, "ケンはナンシーを買った。");
-        assert_eq!(used[0].target, "Ken");
-        assert_eq!(used[0].original, "John");
-        assert_eq!(used[1].target, "Nancy");
-        assert_eq!(used[1].original, "iPhone");
+        let m = p.mask("JohnはiPhoneを買った。", |_| false, known_char);
+        assert_eq!(m.line, "ケンはナンシーを買った。");
+        assert_eq!(m.placeholders[0].target, "Ken");
+        assert_eq!(m.placeholders[0].original, "John");
+        assert_eq!(m.placeholders[1].target, "Nancy");
+        assert_eq!(m.placeholders[1].original, "iPhone");
+        assert_eq!((m.prefix.as_str(), m.suffix.as_str()), ("", ""));
         // A known piece stays; a name already in the line is not a stand-in.
-        let (line, used) = p.mask("ケンはCDとiPodを買った。", |r| r == "CD");
-        assert_eq!(line, "ケンはCDとナンシーを買った。");
-        assert_eq!(used.len(), 1);
+        let m = p.mask("ケンはCDとiPodを買った。", |r| r == "CD", known_char);
+        assert_eq!(m.line, "ケンはCDとナンシーを買った。");
+        assert_eq!(m.placeholders.len(), 1);
         // More runs than names: the rest stay as they are.
-        let (line, used) = p.mask("Aa Bb、Cc、Dd、Ee", |_| false);
-        assert_eq!(line, "ケン、ナンシー、ベティ、Ee");
-        assert_eq!(used.len(), 3);
-        // No Latin: nothing changes.
+        let m = p.mask("Aa Bb、Cc、Dd、Ee", |_| false, known_char);
+        assert_eq!(m.line, "ケン、ナンシー、ベティ、Ee");
+        assert_eq!(m.placeholders.len(), 3);
+        // No Latin, no symbols: nothing changes.
+        let m = p.mask("猫です。", |_| false, known_char);
         assert_eq!(
-            p.mask("猫です。", |_| false),
-            ("猫です。".to_string(), vec![])
+            m,
+            Masked {
+                line: "猫です。".into(),
+                ..Masked::default()
+            }
+        );
+    }
+
+    #[test]
+    fn symbols_at_the_edges_are_set_aside_and_inside_stand_in() {
+        let p = ja_en();
+        let m = p.mask("😀 ありがとう😀😀。", |_| false, known_char);
+        assert_eq!(m.line, "ありがとう。");
+        assert_eq!((m.prefix.as_str(), m.suffix.as_str()), ("😀", "😀😀"));
+        assert_eq!(m.wrap("Thank you."), "😀 Thank you. 😀😀");
+        assert_eq!(m.wrap(""), "😀 😀😀");
+        let m = p.mask("これはΩです。", |_| false, known_char);
+        assert_eq!(m.line, "これはケンです。");
+        assert_eq!(m.placeholders[0].original, "Ω");
+        // A run of symbols is one stand-in, across the spaces and joiners between them.
+        let m = p.mask("猫👍\u{200d}👍 👍が好き。Tomも", |_| false, known_char);
+        assert_eq!(m.line, "猫ケンが好き。ナンシーも");
+        assert_eq!(m.placeholders[0].original, "👍\u{200d}👍 👍");
+        // A line of symbols only is all prefix; nothing is left to translate.
+        let m = p.mask(" 😀 ", |_| false, known_char);
+        assert_eq!((m.line.as_str(), m.prefix.as_str()), ("", "😀"));
+        assert_eq!(m.wrap(""), "😀");
+        // Known characters at the edges stay in the line, and so do unknown kanji (a word's).
+        let m = p.mask("猫。", |_| false, known_char);
+        assert_eq!((m.line.as_str(), m.suffix.as_str()), ("猫。", ""));
+        let m = p.mask("陛下万歳陛", |_| false, known_char);
+        assert_eq!(
+            m,
+            Masked {
+                line: "陛下万歳陛".into(),
+                ..Masked::default()
+            }
         );
     }
 

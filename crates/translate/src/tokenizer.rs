@@ -183,6 +183,15 @@ impl Tokenizer {
         line.into()
     }
 
+    /// Whether a piece spells `c` (else `c` is `<unk>` to the network); every character is a
+    /// word character to the word tokenizer.
+    pub fn knows_char(&self, c: char) -> bool {
+        match self {
+            Tokenizer::Words => true,
+            Tokenizer::Subwords(t) => t.token_to_id(c.encode_utf8(&mut [0; 4])).is_some(),
+        }
+    }
+
     /// The tokens of `line` (see the module docs).
     pub fn tokenize(&self, line: &str) -> Vec<String> {
         let Tokenizer::Subwords(t) = self else {
@@ -263,6 +272,7 @@ mod tests {
         assert!(t.contains(&"12".to_string()), "{t:?}");
         // A character never seen comes out as its own text, and nothing is lost.
         assert_eq!(a.tokenize("猫😀"), ["猫", "😀"]);
+        assert!(a.knows_char('私') && !a.knows_char('猫') && !a.knows_char('😀'));
         assert!(a.tokenize("").is_empty());
         assert!(a.tokenize("   ").is_empty());
         // Saved and loaded: the same pieces.

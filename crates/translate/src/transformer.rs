@@ -25,7 +25,7 @@ use fastsoftmax_infer::{log_sum_exp_top_k, Error, Result, TopK, Vocab};
 use serde::{Deserialize, Serialize};
 
 use crate::artifact::Languages;
-use crate::beam::{translation, Beams, SearchOptions, Source, Translation};
+use crate::beam::{translation, Beams, Hyp, SearchOptions, Source, Translation};
 use crate::placeholder::Placeholders;
 use crate::tokenizer::{TokenKind, Tokenizer, SUBWORDS_FILE};
 
@@ -773,20 +773,13 @@ impl TransformerTranslator {
         opts: &SearchOptions,
     ) -> Result<Vec<Vec<Translation>>> {
         opts.check()?;
-        let empty = Translation {
-            text: String::new(),
-            tokens: Vec::new(),
-            ids: Vec::new(),
-            log_prob: 0.0,
-            score: 0.0,
-        };
         let mut results: Vec<Vec<Translation>> = vec![Vec::new(); sources.len()];
         let active: Vec<usize> = (0..sources.len())
             .filter(|&i| !sources[i].tokens.is_empty())
             .collect();
         for (i, src) in sources.iter().enumerate() {
             if src.tokens.is_empty() {
-                results[i].push(empty.clone());
+                results[i].push(translation(&self.tgt_vocab, Hyp::empty(), 0.0, src, false));
             }
             if src.ids.len() > MAX_POSITIONS / 2 {
                 return Err(Error::Invalid(format!(
