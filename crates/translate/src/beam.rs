@@ -87,9 +87,9 @@ pub enum VmapScope {
 /// One translation of a sentence.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Translation {
-    /// Detokenized text.
+    /// Detokenized text, with the symbols set aside from the source's edges around it.
     pub text: String,
-    /// Target tokens (after `<unk>` replacement), without `<eos>`.
+    /// Target tokens (after `<unk>` and stand-in replacement), without `<eos>`.
     pub tokens: Vec<String>,
     /// Target ids, without `<eos>`.
     pub ids: Vec<u32>,
@@ -116,8 +116,8 @@ pub struct Source {
 
 impl Source {
     /// `line` cut into `tokenizer`'s tokens (at most `max_tokens`), their ids in `vocab`
-    /// (`<unk>` for unknown ones) and `<eos>`; with `placeholders`, its unknown Latin runs
-    /// read as stand-ins first.
+    /// (`<unk>` for unknown ones) and `<eos>`; with `placeholders`, what its tokenizer cannot
+    /// read (Latin runs, emoji) replaced by stand-ins or set aside first.
     pub fn new(
         line: &str,
         tokenizer: &crate::tokenizer::Tokenizer,

@@ -126,10 +126,10 @@ impl Placeholders {
     }
 }
 
-/// Splits `line` into the unreadable symbols at its start, the body, and those at its end
-/// (before any closing punctuation, which stays with the body): three byte ranges, the
-/// first two adjacent; the body ends where the suffix starts, and the rest of the line
-/// (the closing punctuation) follows the suffix.
+/// The byte ranges `(body, prefix, suffix)` of `line`: the unreadable symbols (and spaces)
+/// at its start are `prefix = 0..body.start`; those at its end, before any closing
+/// punctuation, are `suffix`, from `body.end`; the closing punctuation after the suffix is
+/// read with the body.
 fn edges(
     line: &str,
     unknown: impl Fn(char) -> bool,
