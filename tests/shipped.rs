@@ -185,7 +185,7 @@ fn shipped_translators_are_verified_and_serve() {
 /// Latin names inside Japanese reach the shipped Japanese → English translator through a
 /// stand-in it reads (the corpus holds almost no Latin text, so it cannot read them itself) and
 /// come out as written; without it, `John` came out as `The flight` and `iPhone` made the
-/// decoder loop to its length limit.
+/// decoder loop to its length limit. Emoji, long numbers, years and months likewise.
 #[test]
 fn latin_names_in_japanese_are_copied_through() {
     use fastsoftmax_translate::{Profile, SearchOptions, Translator};
@@ -220,9 +220,25 @@ fn latin_names_in_japanese_are_copied_through() {
     );
     assert_eq!(text[1], "😀");
     assert!(text[2].contains('Ω'), "{text:?}");
+    // Numbers it would misread (1,500 → "500", 1952 → "1939", 11月 → "August") come through.
+    let numbers = [
+        "価格は1,500円です。",
+        "国連のビルは1952年に建てられた。",
+        "11月30日に会いましょう。",
+    ];
+    let out = engine
+        .translate(&numbers, &SearchOptions::default(), &mut Profile::default())
+        .unwrap();
+    let text: Vec<&str> = out.iter().map(|t| t[0].text.as_str()).collect();
+    assert!(text[0].contains("1,500 yen"), "{text:?}");
+    assert!(
+        text[1].contains("1952") && !text[1].contains("1939"),
+        "{text:?}"
+    );
+    assert!(text[2].contains("November 30"), "{text:?}");
     let src = engine.source(lines[1], 100);
     assert_eq!(src.masked.placeholders.len(), 1);
-    assert_eq!(src.masked.placeholders[0].original, "iPhone");
+    assert_eq!(src.masked.placeholders[0].output, "iPhone");
     assert!(
         engine.source(lines[4], 100).masked.placeholders.is_empty(),
         "CD is a word it knows"

@@ -299,7 +299,7 @@ pub(crate) fn translation(
             _ => {
                 let word = vocab.word(id);
                 match src.masked.placeholders.iter().find(|p| p.target == word) {
-                    Some(p) => p.original.clone(),
+                    Some(p) => p.output.clone(),
                     None => word.to_string(),
                 }
             }

@@ -14,6 +14,12 @@
 //! around the translation (`ありがとう😀` → `Thank you … 😀`). Placeholders exist only for
 //! language pairs that have a table here (see [`Placeholders::for_languages`]).
 //!
+//! Numbers are read alike: this translator writes most numbers of three or more digits as
+//! another number or word, but copies a few (500, and 1939 as a year) as they are, so those
+//! stand in for the others (`1,500円` → `500円` → "500 yen" → "1,500 yen"). A number the
+//! tokenizer reads as one piece (`100`, `1000`) it learnt, and is left alone. Months (`11月`)
+//! stand in as 8月, which it writes "August", and come out by their name ("November").
+//!
 //! What counts as a Latin run, on the NFKC-normalised line: an ASCII letter, then letters and
 //! digits, with connectors (`-.'&_@/:+#%?=~`) and single spaces inside when a letter or digit
 //! follows (`iPhone`, `New York`, `e-mail`, `Mr. Smith`). Left alone: runs of fewer than two
@@ -22,24 +28,64 @@
 
 use crate::artifact::Languages;
 
-/// Stand-ins for one language pair: (source text, the target word it translates to), best
-/// first. Chosen by trying the shipped translator: each must translate to exactly its target
-/// word in any sentence position and never be produced unprompted (トム/`Tom` and ボブ/`Bob`
-/// are, so they are not here).
-const JA_EN: &[(&str, &str)] = &[("ケン", "Ken"), ("ナンシー", "Nancy"), ("ベティ", "Betty")];
+/// A stand-in: its source text and the target word it translates to.
+type StandIn = (&'static str, &'static str);
 
-/// The stand-in table of a language pair.
+/// Stand-ins of Japanese → English, best first. Chosen by trying the shipped translator: each
+/// must translate to exactly its target word in any sentence position and rarely come
+/// unprompted (トム/`Tom` and ボブ/`Bob` do, as subjects, so they are not here).
+const JA_EN: Placeholders = Placeholders {
+    names: &[("ケン", "Ken"), ("ナンシー", "Nancy"), ("ベティ", "Betty")],
+    // The translator writes most numbers of three or more digits as a wrong number or word
+    // (`1,500円` → "500 yen", `110円` → "ten yen") but copies 500 and 200 as they are.
+    numbers: &[("500", "500"), ("200", "200")],
+    // And nearly every year as 1939 (`1952年に建てられた` → "built in 1939").
+    years: &[("1939", "1939")],
+    // Months it often gets wrong (`11月30日` → "August 30"), but 8月 is "August".
+    months: &[("8月", "August")],
+    month_names: &[
+        "January",
+        "February",
+        "March",
+        "April",
+        "May",
+        "June",
+        "July",
+        "August",
+        "September",
+        "October",
+        "November",
+        "December",
+    ],
+};
+
+/// The stand-in tables of a language pair: for Latin runs and unreadable symbols (`names`),
+/// numbers of three or more digits (`numbers`), four-digit years before 年 (`years`), and
+/// months (1–12 before 月: `months`, written as `month_names`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Placeholders {
-    names: &'static [(&'static str, &'static str)],
+    names: &'static [StandIn],
+    numbers: &'static [StandIn],
+    years: &'static [StandIn],
+    months: &'static [StandIn],
+    month_names: &'static [&'static str],
 }
 
-/// A Latin run that a stand-in replaced: the target word to look for in the output, and the
-/// run's text to put there.
+/// What a run of the source is, so which table stands in for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Kind {
+    Name,
+    Number,
+    Year,
+    Month,
+}
+
+/// A run that a stand-in replaced: the target word to look for in the output, and what to
+/// write in its place (the run's own text; for a month, its name).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Placeholder {
     pub target: &'static str,
-    pub original: String,
+    pub output: String,
 }
 
 /// A source line made readable: the line the translator reads, what its stand-ins replaced,
@@ -69,14 +115,14 @@ impl Placeholders {
     /// The table of `languages`, if the pair has one (today: `ja` → `en`).
     pub fn for_languages(languages: Option<&Languages>) -> Option<Placeholders> {
         match languages {
-            Some(l) if l.src == "ja" && l.tgt == "en" => Some(Placeholders { names: JA_EN }),
+            Some(l) if l.src == "ja" && l.tgt == "en" => Some(JA_EN),
             _ => None,
         }
     }
 
     /// `line` (already NFKC-normalised) made readable (see the module docs). `known_run(run)`
-    /// says whether the tokenizer reads a Latin run as one piece of its vocabulary (such a run
-    /// is left alone); `known_char(c)` whether the tokenizer has a piece for `c`. A stand-in
+    /// says whether the tokenizer reads a Latin run or a number as one piece of its vocabulary
+    /// (such a run is left alone: `CD`, `100`); `known_char(c)` whether the tokenizer has a piece for `c`. A stand-in
     /// whose source text is already in the line is not used, so the output's name is never
     /// ambiguous.
     pub fn mask(
@@ -89,31 +135,64 @@ impl Placeholders {
         // word's other characters where the network expects them.
         let unknown = |c: char| !c.is_whitespace() && !known_char(c) && !is_cjk(c);
         let (body, prefix, suffix) = edges(line, unknown);
-        let mut runs: Vec<(usize, usize)> = latin_runs(&line[body.clone()])
+        let text = &line[body.clone()];
+        let mut runs: Vec<(usize, usize, Kind)> = latin_runs(text)
             .into_iter()
-            .filter(|&(a, b)| !known_run(&line[body.start + a..body.start + b]))
-            .chain(symbol_runs(&line[body.clone()], unknown))
-            .map(|(a, b)| (body.start + a, body.start + b))
+            .map(|(a, b)| (a, b, Kind::Name))
+            .chain(number_runs(text))
+            .filter(|&(a, b, _)| !known_run(&text[a..b]))
+            .chain(
+                symbol_runs(text, unknown)
+                    .into_iter()
+                    .map(|(a, b)| (a, b, Kind::Name)),
+            )
+            .map(|(a, b, kind)| (body.start + a, body.start + b, kind))
             .collect();
         runs.sort_unstable();
-        let mut free = self.names.iter().filter(|(src, _)| !line.contains(src));
+        // A stand-in already in the line would make the output's word ambiguous.
+        let free = |table: &'static [StandIn]| {
+            table
+                .iter()
+                .filter(|(src, _)| !line.contains(src))
+                .peekable()
+        };
+        let (mut names, mut numbers, mut years, mut months) = (
+            free(self.names),
+            free(self.numbers),
+            free(self.years),
+            free(self.months),
+        );
         let mut out = String::with_capacity(line.len());
         let mut placeholders = Vec::new();
         let mut last = body.start;
-        for (a, b) in runs {
+        for (a, b, kind) in runs {
             if a < last {
                 continue; // overlaps the run before
             }
-            let Some(&(src, target)) = free.next() else {
-                break;
+            let output = match kind {
+                // `11月` → "November": the run is the month's number and 月.
+                Kind::Month => {
+                    let month: usize = line[a..b].trim_end_matches('月').parse().unwrap_or(0);
+                    match self.month_names.get(month.wrapping_sub(1)) {
+                        Some(name) => name.to_string(),
+                        None => continue,
+                    }
+                }
+                _ => line[a..b].to_string(),
+            };
+            let table = match kind {
+                Kind::Name => &mut names,
+                Kind::Number => &mut numbers,
+                Kind::Year => &mut years,
+                Kind::Month => &mut months,
+            };
+            let Some(&(src, target)) = table.next() else {
+                continue;
             };
             out.push_str(&line[last..a]);
             out.push_str(src);
             last = b;
-            placeholders.push(Placeholder {
-                target,
-                original: line[a..b].to_string(),
-            });
+            placeholders.push(Placeholder { target, output });
         }
         out.push_str(&line[last..body.end]);
         out.push_str(&line[suffix.end..]);
@@ -174,6 +253,47 @@ fn symbol_runs(line: &str, unknown: impl Fn(char) -> bool) -> Vec<(usize, usize)
             Some(run) if line[run.1..i].chars().all(char::is_whitespace) => run.1 = end,
             _ => runs.push((i, end)),
         }
+    }
+    runs
+}
+
+/// Byte ranges of the numbers of `line` worth a stand-in: three or more digits, with single
+/// `,` `.` `-` between them (`1,500`, `3.14`, `090-1234-5678`), not after a Latin letter or
+/// digit (`Windows10`); four digits before 年 are a year; one or two before 月 (with the 月)
+/// a month.
+fn number_runs(line: &str) -> Vec<(usize, usize, Kind)> {
+    let chars: Vec<(usize, char)> = line.char_indices().collect();
+    let at = |j: usize| chars.get(j).map(|&(_, c)| c);
+    let digit = |j: usize| at(j).is_some_and(|c| c.is_ascii_digit());
+    let mut runs = Vec::new();
+    let mut i = 0;
+    while i < chars.len() {
+        if !digit(i) || (i > 0 && at(i - 1).is_some_and(|c| c.is_ascii_alphanumeric())) {
+            i += 1;
+            continue;
+        }
+        let (mut end, mut digits, mut plain) = (i, 0, true);
+        loop {
+            while digit(end) {
+                end += 1;
+                digits += 1;
+            }
+            if at(end).is_some_and(|c| ",.-".contains(c)) && digit(end + 1) {
+                end += 1;
+                plain = false;
+                continue;
+            }
+            break;
+        }
+        let stop = chars.get(end).map_or(line.len(), |&(b, _)| b);
+        if plain && digits <= 2 && at(end) == Some('月') {
+            runs.push((chars[i].0, stop + '月'.len_utf8(), Kind::Month));
+        } else if plain && digits == 4 && at(end) == Some('年') {
+            runs.push((chars[i].0, stop, Kind::Year));
+        } else if digits >= 3 {
+            runs.push((chars[i].0, stop, Kind::Number));
+        }
+        i = end;
     }
     runs
 }
@@ -289,9 +409,9 @@ mod tests {
         let m = p.mask("JohnはiPhoneを買った。", |_| false, known_char);
         assert_eq!(m.line, "ケンはナンシーを買った。");
         assert_eq!(m.placeholders[0].target, "Ken");
-        assert_eq!(m.placeholders[0].original, "John");
+        assert_eq!(m.placeholders[0].output, "John");
         assert_eq!(m.placeholders[1].target, "Nancy");
-        assert_eq!(m.placeholders[1].original, "iPhone");
+        assert_eq!(m.placeholders[1].output, "iPhone");
         assert_eq!((m.prefix.as_str(), m.suffix.as_str()), ("", ""));
         // A known piece stays; a name already in the line is not a stand-in.
         let m = p.mask("ケンはCDとiPodを買った。", |r| r == "CD", known_char);
@@ -313,6 +433,65 @@ mod tests {
     }
 
     #[test]
+    fn numbers_of_three_digits_and_years_take_their_own_stand_ins() {
+        let kinds = |line: &str| -> Vec<(String, Kind)> {
+            number_runs(line)
+                .into_iter()
+                .map(|(a, b, k)| (line[a..b].to_string(), k))
+                .collect()
+        };
+        assert_eq!(
+            kinds("1955年10月25日、1,500円と3.14と090-1234-5678。"),
+            [
+                ("1955".to_string(), Kind::Year),
+                ("10月".to_string(), Kind::Month),
+                ("1,500".to_string(), Kind::Number),
+                ("3.14".to_string(), Kind::Number),
+                ("090-1234-5678".to_string(), Kind::Number),
+            ]
+        );
+        // Short numbers, digits inside a Latin word, and a trailing separator stay out;
+        // a four-digit number without 年 is a number.
+        assert!(kinds("12冊、Windows10、5,、8:30").is_empty());
+        assert_eq!(kinds("11月30日"), [("11月".to_string(), Kind::Month)]);
+        assert_eq!(kinds("2026人"), [("2026".to_string(), Kind::Number)]);
+        let p = ja_en();
+        let m = p.mask(
+            "1952年に110円と29,002円と7円と300円。",
+            |_| false,
+            known_char,
+        );
+        assert_eq!(m.line, "1939年に500円と200円と7円と300円。");
+        let put_back: Vec<_> = m
+            .placeholders
+            .iter()
+            .map(|p| (p.target, &*p.output))
+            .collect();
+        assert_eq!(
+            put_back,
+            [("1939", "1952"), ("500", "110"), ("200", "29,002")]
+        );
+        // A month is written by its name, through 8月 (so not when the line holds 8月).
+        let m = p.mask("2026年11月30日。", |_| false, known_char);
+        assert_eq!(m.line, "1939年8月30日。");
+        assert_eq!(m.placeholders[1].output, "November");
+        assert_eq!(
+            p.mask("11月と8月。", |_| false, known_char).line,
+            "11月と8月。"
+        );
+        assert_eq!(
+            p.mask("13月と11月。", |_| false, known_char).line,
+            "13月と8月。"
+        );
+        // A number that is one known piece stays.
+        let m = p.mask("100円と110円。", |r| r == "100", known_char);
+        assert_eq!(m.line, "100円と500円。");
+        // A stand-in the line already holds is not used (its own 500 takes the next one).
+        let m = p.mask("500円と110円。", |_| false, known_char);
+        assert_eq!(m.line, "200円と110円。");
+    }
+
+    #[test]
     fn symbols_at_the_edges_are_set_aside_and_inside_stand_in() {
         let p = ja_en();
         let m = p.mask("😀 ありがとう😀😀。", |_| false, known_char);
@@ -322,11 +501,11 @@ mod tests {
         assert_eq!(m.wrap(""), "😀 😀😀");
         let m = p.mask("これはΩです。", |_| false, known_char);
         assert_eq!(m.line, "これはケンです。");
-        assert_eq!(m.placeholders[0].original, "Ω");
+        assert_eq!(m.placeholders[0].output, "Ω");
         // A run of symbols is one stand-in, across the spaces and joiners between them.
         let m = p.mask("猫👍\u{200d}👍 👍が好き。Tomも", |_| false, known_char);
         assert_eq!(m.line, "猫ケンが好き。ナンシーも");
-        assert_eq!(m.placeholders[0].original, "👍\u{200d}👍 👍");
+        assert_eq!(m.placeholders[0].output, "👍\u{200d}👍 👍");
         // A line of symbols only is all prefix; nothing is left to translate.
         let m = p.mask(" 😀 ", |_| false, known_char);
         assert_eq!((m.line.as_str(), m.prefix.as_str()), ("", "😀"));
