@@ -187,9 +187,15 @@ fn shipped_translators_are_verified_and_serve() {
 /// come out as written; without it, `John` came out as `The flight` and `iPhone` made the
 /// decoder loop to its length limit. Emoji, long numbers, years and months likewise.
 #[test]
-fn latin_names_in_japanese_are_copied_through() {
+fn latin_names_emoji_and_numbers_in_japanese_come_through() {
     use fastsoftmax_translate::{Profile, SearchOptions, Translator};
     let engine = Translator::load(&root().join("assets/models/ja-en-tiny")).unwrap();
+    let translate = |lines: &[&str]| -> Vec<String> {
+        let out = engine
+            .translate(lines, &SearchOptions::default(), &mut Profile::default())
+            .unwrap();
+        out.into_iter().map(|t| t[0].text.clone()).collect()
+    };
     let lines = [
         "Johnは医者です。",
         "iPhoneを買いました。",
@@ -197,10 +203,7 @@ fn latin_names_in_japanese_are_copied_through() {
         "ＰＴＡの会議です。",
         "CDを買った。",
     ];
-    let out = engine
-        .translate(&lines, &SearchOptions::default(), &mut Profile::default())
-        .unwrap();
-    let text: Vec<&str> = out.iter().map(|t| t[0].text.as_str()).collect();
+    let text = translate(&lines);
     for (want, got) in ["John", "iPhone", "New York", "PTA", "CD"]
         .iter()
         .zip(&text)
@@ -209,11 +212,7 @@ fn latin_names_in_japanese_are_copied_through() {
     }
     assert!(!text.iter().any(|t| t.contains("Ken")), "{text:?}");
     // Emoji the tokenizer has no piece for: kept at the edges, through a stand-in inside.
-    let symbols = ["ありがとう😀", "😀", "これはΩです。"];
-    let out = engine
-        .translate(&symbols, &SearchOptions::default(), &mut Profile::default())
-        .unwrap();
-    let text: Vec<&str> = out.iter().map(|t| t[0].text.as_str()).collect();
+    let text = translate(&["ありがとう😀", "😀", "これはΩです。"]);
     assert!(
         text[0].starts_with("Thank") && text[0].ends_with(" 😀"),
         "{text:?}"
@@ -221,15 +220,11 @@ fn latin_names_in_japanese_are_copied_through() {
     assert_eq!(text[1], "😀");
     assert!(text[2].contains('Ω'), "{text:?}");
     // Numbers it would misread (1,500 → "500", 1952 → "1939", 11月 → "August") come through.
-    let numbers = [
+    let text = translate(&[
         "価格は1,500円です。",
         "国連のビルは1952年に建てられた。",
         "11月30日に会いましょう。",
-    ];
-    let out = engine
-        .translate(&numbers, &SearchOptions::default(), &mut Profile::default())
-        .unwrap();
-    let text: Vec<&str> = out.iter().map(|t| t[0].text.as_str()).collect();
+    ]);
     assert!(text[0].contains("1,500 yen"), "{text:?}");
     assert!(
         text[1].contains("1952") && !text[1].contains("1939"),
