@@ -125,23 +125,27 @@ impl Source {
         max_tokens: usize,
         placeholders: Option<Placeholders>,
     ) -> Source {
-        let masked = match placeholders {
+        let (mut tokens, masked) = match placeholders {
             Some(p) => {
                 // A run the tokenizer reads as one known piece is a word it learnt.
-                let known_run = |run: &str| match tokenizer.tokenize(run).as_slice() {
+                let known_run = |run: &str| match tokenizer.tokenize_normalized(run).as_slice() {
                     [piece] => vocab.get(piece).is_some(),
                     _ => false,
                 };
-                p.mask(&tokenizer.normalize(line), known_run, |c| {
+                let masked = p.mask(&tokenizer.normalize(line), known_run, |c| {
                     tokenizer.knows_char(c)
-                })
+                });
+                // The stand-ins are NFKC text already.
+                (tokenizer.tokenize_normalized(&masked.line), masked)
             }
-            None => Masked {
-                line: line.to_string(),
-                ..Masked::default()
-            },
+            None => (
+                tokenizer.tokenize(line),
+                Masked {
+                    line: line.to_string(),
+                    ..Masked::default()
+                },
+            ),
         };
-        let mut tokens = tokenizer.tokenize(&masked.line);
         let truncated = tokens.len().saturating_sub(max_tokens);
         tokens.truncate(max_tokens);
         let mut ids: Vec<u32> = tokens.iter().map(|t| vocab.id_or_unk(t)).collect();

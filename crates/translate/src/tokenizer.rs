@@ -194,13 +194,16 @@ impl Tokenizer {
 
     /// The tokens of `line` (see the module docs).
     pub fn tokenize(&self, line: &str) -> Vec<String> {
+        // Normalised first, so that an unknown character's text is the normalised one too
+        // (NFKC is idempotent: the tokenizer's own pass changes nothing more).
+        self.tokenize_normalized(&self.normalize(line))
+    }
+
+    /// The tokens of `line` once [`Tokenizer::normalize`]d (one NFKC pass fewer).
+    pub fn tokenize_normalized(&self, line: &str) -> Vec<String> {
         let Tokenizer::Subwords(t) = self else {
             return crate::text::tokenize(line);
         };
-        // Normalised first, so that an unknown character's text is the normalised one too
-        // (NFKC is idempotent: the tokenizer's own pass changes nothing more).
-        let normalized = self.normalize(line);
-        let line = normalized.as_ref();
         let Ok(enc) = t.encode(line, false) else {
             // The BPE refuses nothing we feed it; fall back to characters rather than lose text.
             return line
