@@ -1,5 +1,5 @@
 //! Stand-ins for what a translator cannot read in its source: Latin words inside Japanese,
-//! and symbols (emoji, `Ω`) its subwords never saw.
+//! symbols (emoji, `Ω`) its subwords never saw, and numbers it misreads.
 //!
 //! A Japanese→English translator learns from text where Latin words are rare (98 of the
 //! Tanaka corpus's 143,868 training sentences hold one), so its subword tokenizer cuts a name
@@ -122,9 +122,9 @@ impl Placeholders {
 
     /// `line` (already NFKC-normalised) made readable (see the module docs). `known_run(run)`
     /// says whether the tokenizer reads a Latin run or a number as one piece of its vocabulary
-    /// (such a run is left alone: `CD`, `100`); `known_char(c)` whether the tokenizer has a piece for `c`. A stand-in
-    /// whose source text is already in the line is not used, so the output's name is never
-    /// ambiguous.
+    /// (such a run is left alone: `CD`, `100`); `known_char(c)` whether it has a piece for
+    /// `c`. A stand-in whose source text is already in the line is not used, so the output's
+    /// word is never ambiguous.
     pub fn mask(
         &self,
         line: &str,
@@ -150,12 +150,7 @@ impl Placeholders {
             .collect();
         runs.sort_unstable();
         // A stand-in already in the line would make the output's word ambiguous.
-        let free = |table: &'static [StandIn]| {
-            table
-                .iter()
-                .filter(|(src, _)| !line.contains(src))
-                .peekable()
-        };
+        let free = |table: &'static [StandIn]| table.iter().filter(|(src, _)| !line.contains(src));
         let (mut names, mut numbers, mut years, mut months) = (
             free(self.names),
             free(self.numbers),
@@ -237,7 +232,10 @@ fn edges(
 
 /// Kana and CJK ideographs (the unified blocks, their extensions and compatibility forms).
 fn is_cjk(c: char) -> bool {
-    matches!(c as u32, 0x3040..=0x30FF | 0x3400..=0x4DBF | 0x4E00..=0x9FFF | 0xF900..=0xFAFF | 0x20000..=0x3FFFF)
+    matches!(
+        c as u32,
+        0x3040..=0x30FF | 0x3400..=0x4DBF | 0x4E00..=0x9FFF | 0xF900..=0xFAFF | 0x20000..=0x3FFFF
+    )
 }
 
 /// Byte ranges of the runs of unreadable symbols in `line` (joined across the spaces between
