@@ -23,7 +23,9 @@
 #   head -c 36000000 data/ja/train.txt | head -n -1 > gpu/ja-train.txt   # optional: the IME row
 #   B=gpu/fastsoftmax DEADLINE=540 bash experiments/training_gpu.sh [N1] [N2]   # needs torch with CUDA
 # BASE=gpu/fastsoftmax-OLD adds an earlier build's PTB rows (`-base`), for a before/after on one
-# card; CELLS and BATCHES narrow the PTB grid (default "lstm gru" and "20 128"). PROFILE=1 adds
+# card; XENT_SPLITS="4 8 16" adds rows of this build with the output layer's backward product
+# cut into that many slices (see `split_k_product` in crates/nn/src/fused/cube.rs); CELLS and
+# BATCHES narrow the PTB grid (default "lstm gru" and "20 128"). PROFILE=1 adds
 # a per-kernel time profile of the batch-128 LSTM; FULL=0 skips the full run.
 # (Binaries and texts may travel xz-compressed as gpu/*.xz: they are unpacked first.)
 set -uo pipefail
@@ -98,6 +100,11 @@ for cell in ${CELLS:-lstm gru}; do
     if [ -n "${BASE:-}" ]; then
       B=$BASE ours "ptb-$cell-$batch-base" lm "$cfg" --valid runs/gpu/eval.txt --test runs/gpu/eval.txt
     fi
+    # XENT_SPLITS="4 8 16": the same build with the sum of the output layer's dlogits · Wᵀ cut
+    # into that many slices (FASTSOFTMAX_XENT_SPLIT; 1, one product, is the default).
+    for s in ${XENT_SPLITS:-}; do
+      FASTSOFTMAX_XENT_SPLIT=$s ours "ptb-$cell-$batch-split$s" lm "$cfg" --valid runs/gpu/eval.txt --test runs/gpu/eval.txt
+    done
     timeout "$RUN_LIMIT" $PYTHON experiments/peers/train_lm_torch.py --config "$cfg" --device cuda --warmup "$N1" \
       --max-windows "$N2" --epochs 1 --no-valid --json 2> "$LOGS/torch-$cell-$batch.log" \
       | sed "s/^{/{\"system\": \"pytorch\", \"name\": \"ptb-$cell-$batch\", /" | tee -a "$ROWS"
@@ -177,6 +184,9 @@ for cell in ("lstm", "gru"):
         ours, base, torch = get("fastsoftmax", name), get("fastsoftmax", name + "-base"), get("pytorch", name)
         ratio = f"{ours / torch:.3f}" if ours and torch else "—"
         print(f"| PTB-Small {cell} | {batch} | {fmt(ours)} | {fmt(base)} | {fmt(torch)} | {ratio} |")
+for r in rows:
+    if r["system"] == "fastsoftmax" and "-split" in r.get("name", ""):
+        print(f"| {r['name']} (dlogits · Wᵀ in slices) | | {fmt(r.get('tokens_per_s'))} | — | — | — |")
 print(f"| IME-size LSTM, sampled softmax | 80 | {fmt(get('fastsoftmax', 'ime-lstm-80'))} | — | — | — |")
 print(f"| bible-tiny translator (target tokens) | 64 | {fmt(get('fastsoftmax', 'bible-tiny'))} | — | — | — |")
 PY

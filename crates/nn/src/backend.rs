@@ -102,7 +102,9 @@ impl Backend {
 #[doc(hidden)]
 pub fn wgpu_test_device() -> Option<Device> {
     let device = Device::wgpu(burn::tensor::DeviceKind::default());
-    let cause = probe_cause(&device)?;
+    let Some(cause) = probe_cause(&device) else {
+        return Some(device);
+    };
     if std::env::var_os("FASTSOFTMAX_NO_SKIP").is_some_and(|v| v != "0") {
         panic!("FASTSOFTMAX_NO_SKIP is set but wgpu has no usable adapter: {cause}");
     }

@@ -332,6 +332,41 @@ fn weight_grads(a: CubeTensor, g: CubeTensor) -> (CubeTensor, CubeTensor) {
     (dw, db)
 }
 
+/// The slices the `V`-long sum of `dlogits · Wᵀ` is cut into: `FASTSOFTMAX_XENT_SPLIT` (default
+/// 1, one product), an experiment's knob until a GPU has measured it.
+///
+/// Why: that product has only `N·D` outputs over a `V`-long sum (PTB-Small at batch 128:
+/// 896k outputs, a 10,000-long sum), too few tiles for a large GPU. On an H200 it took 4.2 of a
+/// window's 10.4 ms where `hᵀ · dlogits`, the same arithmetic into 2M outputs, took 0.87 ms.
+fn xent_split() -> usize {
+    static SPLIT: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *SPLIT.get_or_init(|| {
+        std::env::var("FASTSOFTMAX_XENT_SPLIT")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .filter(|&s| s >= 1)
+            .unwrap_or(1)
+    })
+}
+
+/// `g [N, V] · wᵀ` for `w [D, V]` → `[N, D]`, with the sum over `V` cut into `split` slices
+/// (fewer where `split` does not divide `V`: the largest count that does) run as one batched
+/// product `[S, N, V/S] · [S, V/S, D]` → `[S, N, D]` with `S`× the output tiles, then summed over
+/// the slices. CubeCL's product reads the sliced `g` through a contiguous copy.
+fn split_k_product(g: CubeTensor, w: CubeTensor, split: usize) -> CubeTensor {
+    type B = CubeBackend;
+    let [n, v] = g.meta.shape().dims::<2>();
+    let d = w.meta.shape()[0];
+    let s = (1..=split.min(v)).rev().find(|s| v % s == 0).unwrap_or(1);
+    if s == 1 {
+        return B::float_matmul(g, B::float_transpose(w));
+    }
+    let g = B::float_swap_dims(B::float_reshape(g, Shape::new([n, s, v / s])), 0, 1);
+    let w = B::float_permute(B::float_reshape(w, Shape::new([d, s, v / s])), &[1, 2, 0]);
+    let partial = B::float_matmul(g, w);
+    B::float_reshape(B::float_sum_dim(partial, 0), Shape::new([n, d]))
+}
+
 impl CubeKernels for CubeBackend {
     fn lstm_forward(
         xp: CubeTensor,
@@ -552,7 +587,7 @@ impl CubeKernels for CubeBackend {
                 dtype_to_storage_type(targets.dtype),
             ],
         );
-        let dh = B::float_matmul(grad.clone(), B::float_transpose(w));
+        let dh = split_k_product(grad.clone(), w, xent_split());
         let dw = B::float_matmul(B::float_transpose(h), grad.clone());
         let db = B::float_reshape(B::float_sum_dim(grad, 0), Shape::new([v]));
         (dh, dw, db)
@@ -780,6 +815,50 @@ impl Backward<Cube, 3> for XentBackward {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use burn::tensor::TensorData;
+
+    /// The split product against one product on wgpu (lavapipe without a GPU), for splits that
+    /// divide `V`, splits that do not (7 → 5, 16 → 10) and a transposed `w`, as a tied output
+    /// layer hands it over.
+    #[test]
+    fn wgpu_split_k_product_matches_one_product() {
+        if crate::backend::wgpu_test_device().is_none() {
+            return;
+        }
+        type B = CubeBackend;
+        let device = cubecl::Device::Wgpu(Default::default());
+        let (n, d, v) = (21, 12, 1000);
+        let seeded = |len: usize, seed: usize| -> Vec<f32> {
+            (0..len)
+                .map(|i| ((i * 7919 + seed * 104_729) % 2001) as f32 / 1000.0 - 1.0)
+                .collect()
+        };
+        let read = |t: CubeTensor| -> Vec<f32> {
+            cubecl::future::block_on(B::float_into_data(t))
+                .expect("read back")
+                .try_to_vec::<f32>()
+                .expect("f32")
+        };
+        let g = B::float_from_data(TensorData::new(seeded(n * v, 1), [n, v]), &device);
+        let w = B::float_from_data(TensorData::new(seeded(d * v, 2), [d, v]), &device);
+        let w_tied = B::float_transpose(B::float_from_data(
+            TensorData::new(seeded(d * v, 3), [v, d]),
+            &device,
+        ));
+        for w in [w, w_tied] {
+            let want = read(split_k_product(g.clone(), w.clone(), 1));
+            assert_eq!(want.len(), n * d);
+            for split in [2, 4, 7, 16] {
+                let got = read(split_k_product(g.clone(), w.clone(), split));
+                for (i, (a, b)) in got.iter().zip(&want).enumerate() {
+                    assert!(
+                        (a - b).abs() <= 1e-4 * (1.0 + b.abs()),
+                        "split {split}, output {i}: {a} against {b}"
+                    );
+                }
+            }
+        }
+    }
 
     #[test]
     fn wgpu_plans_keep_every_thread_busy_within_the_device() {
