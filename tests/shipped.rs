@@ -219,11 +219,14 @@ fn latin_names_emoji_and_numbers_in_japanese_come_through() {
     );
     assert_eq!(text[1], "😀");
     assert!(text[2].contains('Ω'), "{text:?}");
-    // Numbers it would misread (1,500 → "500", 1952 → "1939", 11月 → "August") come through.
+    // Numbers it would misread (1,500 → "500", 1952 → "1939", 11月 → "September", whole
+    // dates) come through.
     let text = translate(&[
         "価格は1,500円です。",
         "国連のビルは1952年に建てられた。",
         "11月30日に会いましょう。",
+        "2026年12月1日は月曜日です。",
+        "11月に会いましょう。",
     ]);
     assert!(text[0].contains("1,500 yen"), "{text:?}");
     assert!(
@@ -231,6 +234,11 @@ fn latin_names_emoji_and_numbers_in_japanese_come_through() {
         "{text:?}"
     );
     assert!(text[2].contains("November 30"), "{text:?}");
+    assert!(
+        text[3].contains("December 1, 2026") && text[3].contains("Monday"),
+        "{text:?}"
+    );
+    assert!(text[4].contains("November"), "{text:?}");
     let src = engine.source(lines[1], 100);
     assert_eq!(src.masked.placeholders.len(), 1);
     assert_eq!(src.masked.placeholders[0].output, "iPhone");

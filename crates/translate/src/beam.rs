@@ -8,7 +8,7 @@ use std::time::Instant;
 use fastsoftmax_infer::{log_sum_exp_top_k, Error, Result, TopK, K_MAX};
 
 use crate::engine::{lap, Encoded, Output, Profile, Scratch, Shortlist, Translator};
-use crate::placeholder::{Masked, Placeholders};
+use crate::placeholder::{Masked, Placeholder, Placeholders};
 use crate::text;
 use crate::vmap::Shortlister;
 
@@ -302,7 +302,9 @@ pub(crate) fn translation(
             Some(word) if replace_unk && id == unk => word.clone(),
             _ => {
                 let word = vocab.word(id);
-                match src.masked.placeholders.iter().find(|p| p.target == word) {
+                // Any case: a stand-in's word opens a sentence capitalised ("Winter is …").
+                let stand_in = |p: &&Placeholder| p.target.eq_ignore_ascii_case(word);
+                match src.masked.placeholders.iter().find(stand_in) {
                     Some(p) => p.output.clone(),
                     None => word.to_string(),
                 }

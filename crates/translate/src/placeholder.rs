@@ -17,8 +17,14 @@
 //! Numbers are read alike: this translator writes most numbers of three or more digits as
 //! another number or word, but copies a few (500, and 1939 as a year) as they are, so those
 //! stand in for the others (`1,500円` → `500円` → "500 yen" → "1,500 yen"). A number the
-//! tokenizer reads as one piece (`100`, `1000`) it learnt, and is left alone. Months (`11月`)
-//! stand in as 8月, which it writes "August", and come out by their name ("November").
+//! tokenizer reads as one piece (`100`, `1000`) it learnt, and is left alone. A month alone
+//! (`11月`) it writes as a month in half the sentences tried ("at eight", "eight moon" in the
+//! others), but a season it places as a month goes ("in winter", "by winter"): so 冬 stands in
+//! and "winter" comes out as the month's name ("November"). A
+//! whole date (`11月30日`, `2026年11月30日`) it garbles most of all (`1月8日` → "the eight days
+//! of January", `12月1日` → "one day in December"), but a weekday it reads and places as a
+//! date ("on Monday", "by Monday", "Monday is my birthday"): so 月曜日 stands in for it and
+//! "Monday" comes out as the date ("November 30, 2026").
 //!
 //! What counts as a Latin run, on the NFKC-normalised line: an ASCII letter, then letters and
 //! digits, with connectors (`-.'&_@/:+#%?=~`) and single spaces inside when a letter or digit
@@ -41,8 +47,16 @@ const JA_EN: Placeholders = Placeholders {
     numbers: &[("500", "500"), ("200", "200")],
     // And nearly every year as 1939 (`1952年に建てられた` → "built in 1939").
     years: &[("1939", "1939")],
-    // Months it often gets wrong (`11月30日` → "August 30"), but 8月 is "August".
-    months: &[("8月", "August")],
+    // Months, which it writes right in 6 of 12 sentences tried (8月: "at eight", "The eight
+    // moon is cold"), as the season it places as a month goes: 冬 "winter" in all 12, 夏 too.
+    months: &[("冬", "winter"), ("夏", "summer")],
+    // Whole dates, which it garbles, as the weekdays it places best (of 8 sentences each:
+    // Monday, Friday and Sunday all 8, Wednesday 1).
+    dates: &[
+        ("月曜日", "Monday"),
+        ("金曜日", "Friday"),
+        ("日曜日", "Sunday"),
+    ],
     month_names: &[
         "January",
         "February",
@@ -60,14 +74,16 @@ const JA_EN: Placeholders = Placeholders {
 };
 
 /// The stand-in tables of a language pair: for Latin runs and unreadable symbols (`names`),
-/// numbers of three or more digits (`numbers`), four-digit years before 年 (`years`), and
-/// months (1–12 before 月: `months`, written as `month_names`).
+/// numbers of three or more digits (`numbers`), four-digit years before 年 (`years`),
+/// months (`[YYYY年]M月`, M 1–12: `months`, written "November[ 2026]" by `month_names`) and
+/// dates (`[YYYY年]M月D日`: `dates`, written "November 30[, 2026]").
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Placeholders {
     names: &'static [StandIn],
     numbers: &'static [StandIn],
     years: &'static [StandIn],
     months: &'static [StandIn],
+    dates: &'static [StandIn],
     month_names: &'static [&'static str],
 }
 
@@ -78,10 +94,11 @@ enum Kind {
     Number,
     Year,
     Month,
+    Date,
 }
 
 /// A run that a stand-in replaced: the target word to look for in the output, and what to
-/// write in its place (the run's own text; for a month, its name).
+/// write in its place (the run's own text; for a month or a date, its English).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Placeholder {
     pub target: &'static str,
@@ -151,11 +168,12 @@ impl Placeholders {
         runs.sort_unstable();
         // A stand-in already in the line would make the output's word ambiguous.
         let free = |table: &'static [StandIn]| table.iter().filter(|(src, _)| !line.contains(src));
-        let (mut names, mut numbers, mut years, mut months) = (
+        let (mut names, mut numbers, mut years, mut months, mut dates) = (
             free(self.names),
             free(self.numbers),
             free(self.years),
             free(self.months),
+            free(self.dates),
         );
         let mut out = String::with_capacity(line.len());
         let mut placeholders = Vec::new();
@@ -165,14 +183,10 @@ impl Placeholders {
                 continue; // overlaps the run before
             }
             let output = match kind {
-                // `11月` → "November": the run is the month's number and 月.
-                Kind::Month => {
-                    let month: usize = line[a..b].trim_end_matches('月').parse().unwrap_or(0);
-                    match self.month_names.get(month.wrapping_sub(1)) {
-                        Some(name) => name.to_string(),
-                        None => continue,
-                    }
-                }
+                Kind::Month | Kind::Date => match self.english_date(&line[a..b]) {
+                    Some(english) => english,
+                    None => continue,
+                },
                 _ => line[a..b].to_string(),
             };
             let table = match kind {
@@ -180,6 +194,7 @@ impl Placeholders {
                 Kind::Number => &mut numbers,
                 Kind::Year => &mut years,
                 Kind::Month => &mut months,
+                Kind::Date => &mut dates,
             };
             let Some(&(src, target)) = table.next() else {
                 continue;
@@ -197,6 +212,37 @@ impl Placeholders {
             prefix: line[prefix].trim().to_string(),
             suffix: line[suffix].trim().to_string(),
         }
+    }
+}
+
+impl Placeholders {
+    /// A month or date run in English: `11月` → "November", `2026年11月` → "November 2026",
+    /// `11月30日` → "November 30", `2026年11月30日` → "November 30, 2026"; `None` for a month
+    /// past 12 or a day past 31.
+    fn english_date(&self, run: &str) -> Option<String> {
+        let (mut year, mut month, mut day) = (None, None, None);
+        let mut rest = run;
+        while !rest.is_empty() {
+            let digits = rest.find(|c: char| !c.is_ascii_digit())?;
+            let number: usize = rest[..digits].parse().ok()?;
+            let mut after = rest[digits..].chars();
+            let slot = match after.next() {
+                Some('年') => &mut year,
+                Some('月') => &mut month,
+                Some('日') => &mut day,
+                _ => return None,
+            };
+            *slot = Some(number);
+            rest = after.as_str();
+        }
+        let name = self.month_names.get(month?.checked_sub(1)?)?;
+        Some(match (day, year) {
+            (Some(day), _) if !(1..=31).contains(&day) => return None,
+            (Some(day), Some(year)) => format!("{name} {day}, {year}"),
+            (Some(day), None) => format!("{name} {day}"),
+            (None, Some(year)) => format!("{name} {year}"),
+            (None, None) => name.to_string(),
+        })
     }
 }
 
@@ -257,12 +303,35 @@ fn symbol_runs(line: &str, unknown: impl Fn(char) -> bool) -> Vec<(usize, usize)
 
 /// Byte ranges of the numbers of `line` worth a stand-in: three or more digits, with single
 /// `,` `.` `-` between them (`1,500`, `3.14`, `090-1234-5678`), not after a Latin letter or
-/// digit (`Windows10`); four digits before 年 are a year; one or two before 月 (with the 月)
-/// a month.
+/// digit (`Windows10`); four digits before 年 are a year; one or two before 月, with the 月
+/// and a year right before it if any, a month (`11月`, `2026年11月`); a month with one or two
+/// digits and 日 after it, a date (`11月30日`, `2026年11月30日`).
 fn number_runs(line: &str) -> Vec<(usize, usize, Kind)> {
     let chars: Vec<(usize, char)> = line.char_indices().collect();
     let at = |j: usize| chars.get(j).map(|&(_, c)| c);
     let digit = |j: usize| at(j).is_some_and(|c| c.is_ascii_digit());
+    // The end of one or two digits from `j`.
+    let short = |j: usize| {
+        let end = (j..).find(|&e| !digit(e)).unwrap_or(j);
+        (1..=2).contains(&(end - j)).then_some(end)
+    };
+    // The end and kind of a month or date whose first number (`digits` long) ends at `end`:
+    // `M月`, `YYYY年M月` (months), `M月D日`, `YYYY年M月D日` (dates).
+    let month_end = |end: usize, digits: usize| -> Option<(usize, Kind)> {
+        let month = match (digits, at(end)) {
+            (4, Some('年')) => short(end + 1)?,
+            (1 | 2, _) => end,
+            _ => return None,
+        };
+        (at(month) == Some('月')).then_some(())?;
+        Some(
+            match short(month + 1).filter(|&day| at(day) == Some('日')) {
+                Some(day) => (day + 1, Kind::Date),
+                None => (month + 1, Kind::Month),
+            },
+        )
+    };
+    let byte = |j: usize| chars.get(j).map_or(line.len(), |&(b, _)| b);
     let mut runs = Vec::new();
     let mut i = 0;
     while i < chars.len() {
@@ -283,10 +352,13 @@ fn number_runs(line: &str) -> Vec<(usize, usize, Kind)> {
             }
             break;
         }
-        let stop = chars.get(end).map_or(line.len(), |&(b, _)| b);
-        if plain && digits <= 2 && at(end) == Some('月') {
-            runs.push((chars[i].0, stop + '月'.len_utf8(), Kind::Month));
-        } else if plain && digits == 4 && at(end) == Some('年') {
+        let stop = byte(end);
+        if let Some((after, kind)) = month_end(end, digits).filter(|_| plain) {
+            runs.push((chars[i].0, byte(after), kind));
+            i = after;
+            continue;
+        }
+        if plain && digits == 4 && at(end) == Some('年') {
             runs.push((chars[i].0, stop, Kind::Year));
         } else if digits >= 3 {
             runs.push((chars[i].0, stop, Kind::Number));
@@ -441,10 +513,12 @@ mod tests {
                 .collect()
         };
         assert_eq!(
-            kinds("1955年10月25日、1,500円と3.14と090-1234-5678。"),
+            kinds("1955年10月25日、1955年の10月、1955年10月、1,500円と3.14と090-1234-5678。"),
             [
+                ("1955年10月25日".to_string(), Kind::Date),
                 ("1955".to_string(), Kind::Year),
                 ("10月".to_string(), Kind::Month),
+                ("1955年10月".to_string(), Kind::Month),
                 ("1,500".to_string(), Kind::Number),
                 ("3.14".to_string(), Kind::Number),
                 ("090-1234-5678".to_string(), Kind::Number),
@@ -453,7 +527,16 @@ mod tests {
         // Short numbers, digits inside a Latin word, and a trailing separator stay out;
         // a four-digit number without 年 is a number.
         assert!(kinds("12冊、Windows10、5,、8:30").is_empty());
-        assert_eq!(kinds("11月30日"), [("11月".to_string(), Kind::Month)]);
+        assert_eq!(kinds("11月30日"), [("11月30日".to_string(), Kind::Date)]);
+        assert_eq!(kinds("11月に"), [("11月".to_string(), Kind::Month)]);
+        // A day of three digits is no date: the month stays a month, the day a number.
+        assert_eq!(
+            kinds("11月300日"),
+            [
+                ("11月".to_string(), Kind::Month),
+                ("300".to_string(), Kind::Number)
+            ]
+        );
         assert_eq!(kinds("2026人"), [("2026".to_string(), Kind::Number)]);
         let p = ja_en();
         let m = p.mask(
@@ -462,26 +545,9 @@ mod tests {
             known_char,
         );
         assert_eq!(m.line, "1939年に500円と200円と7円と300円。");
-        let put_back: Vec<_> = m
-            .placeholders
-            .iter()
-            .map(|p| (p.target, &*p.output))
-            .collect();
         assert_eq!(
-            put_back,
+            put_back(&m),
             [("1939", "1952"), ("500", "110"), ("200", "29,002")]
-        );
-        // A month is written by its name, through 8月 (so not when the line holds 8月).
-        let m = p.mask("2026年11月30日。", |_| false, known_char);
-        assert_eq!(m.line, "1939年8月30日。");
-        assert_eq!(m.placeholders[1].output, "November");
-        assert_eq!(
-            p.mask("11月と8月。", |_| false, known_char).line,
-            "11月と8月。"
-        );
-        assert_eq!(
-            p.mask("13月と11月。", |_| false, known_char).line,
-            "13月と8月。"
         );
         // A number that is one known piece stays.
         let m = p.mask("100円と110円。", |r| r == "100", known_char);
@@ -489,6 +555,43 @@ mod tests {
         // A stand-in the line already holds is not used (its own 500 takes the next one).
         let m = p.mask("500円と110円。", |_| false, known_char);
         assert_eq!(m.line, "200円と110円。");
+    }
+
+    /// Each stand-in's target word and what is written in its place.
+    fn put_back(m: &Masked) -> Vec<(&str, &str)> {
+        m.placeholders
+            .iter()
+            .map(|p| (p.target, p.output.as_str()))
+            .collect()
+    }
+
+    #[test]
+    fn months_and_dates_are_written_in_english() {
+        let p = ja_en();
+        // A month is written by its name, through 冬 (夏 when the line holds 冬).
+        let m = p.mask("2026年の11月に。", |_| false, known_char);
+        assert_eq!(m.line, "1939年の冬に。");
+        assert_eq!(put_back(&m), [("1939", "2026"), ("winter", "November")]);
+        let m = p.mask("2026年11月に。", |_| false, known_char);
+        assert_eq!(m.line, "冬に。");
+        assert_eq!(put_back(&m), [("winter", "November 2026")]);
+        assert_eq!(
+            p.mask("冬の11月と2月。", |_| false, known_char).line,
+            "冬の夏と2月。"
+        );
+        assert_eq!(
+            p.mask("13月と11月。", |_| false, known_char).line,
+            "13月と冬。"
+        );
+        // A whole date stands in as a weekday the line does not hold, and is written in
+        // English; one past the calendar is left as it is.
+        let m = p.mask("2026年11月30日は月曜日、1月8日も。", |_| false, known_char);
+        assert_eq!(m.line, "金曜日は月曜日、日曜日も。");
+        assert_eq!(
+            put_back(&m),
+            [("Friday", "November 30, 2026"), ("Sunday", "January 8")]
+        );
+        assert_unchanged(&p, "13月5日と4月32日。");
     }
 
     #[test]
