@@ -152,3 +152,16 @@ fn probe_cause(device: &Device) -> Option<String> {
     };
     Some(cause.lines().next().unwrap_or_default().trim().to_string())
 }
+
+#[cfg(all(test, feature = "wgpu"))]
+mod tests {
+    use super::*;
+
+    /// The tests' device is there exactly where the adapter works: a `None` for a working one
+    /// lets every `wgpu_*` test pass without running, as it did from 11d52d2 to ddc45a5.
+    #[test]
+    fn wgpu_test_device_is_there_where_the_adapter_works() {
+        let works = probe_cause(&Device::wgpu(burn::tensor::DeviceKind::default())).is_none();
+        assert_eq!(wgpu_test_device().is_some(), works);
+    }
+}
