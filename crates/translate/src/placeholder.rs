@@ -17,14 +17,15 @@
 //! Numbers are read alike: this translator writes most numbers of three or more digits as
 //! another number or word, but copies a few (500, and 1939 as a year) as they are, so those
 //! stand in for the others (`1,500円` → `500円` → "500 yen" → "1,500 yen"). A number the
-//! tokenizer reads as one piece (`100`, `1000`) it learnt, and is left alone. A month alone
-//! (`11月`) it writes as a month in half the sentences tried ("at eight", "eight moon" in the
-//! others), but a season it places as a month goes ("in winter", "by winter"): so 冬 stands in
-//! and "winter" comes out as the month's name ("November"). A
-//! whole date (`11月30日`, `2026年11月30日`) it garbles most of all (`1月8日` → "the eight days
-//! of January", `12月1日` → "one day in December"), but a weekday it reads and places as a
-//! date ("on Monday", "by Monday", "Monday is my birthday"): so 月曜日 stands in for it and
-//! "Monday" comes out as the date ("November 30, 2026").
+//! tokenizer reads as one piece (`100`, `1000`) it learnt, and is left alone.
+//!
+//! A month (`11月`) it writes as a month in half the sentences tried ("at eight", "eight moon"
+//! in the others), but a season it places as a month goes ("in winter", "by winter"): so 冬
+//! stands in, and "winter" comes out as the month's name ("November"). A whole date
+//! (`11月30日`, `2026年11月30日`) it garbles most of all (`1月8日` → "the eight days of
+//! January", `12月1日` → "one day in December"), but a weekday it places as a date goes ("on
+//! Monday", "by Monday", "Monday is my birthday"): so 月曜日 stands in, and "Monday" comes out
+//! as the date ("November 30, 2026").
 //!
 //! What counts as a Latin run, on the NFKC-normalised line: an ASCII letter, then letters and
 //! digits, with connectors (`-.'&_@/:+#%?=~`) and single spaces inside when a letter or digit
@@ -213,9 +214,7 @@ impl Placeholders {
             suffix: line[suffix].trim().to_string(),
         }
     }
-}
 
-impl Placeholders {
     /// A month or date run in English: `11月` → "November", `2026年11月` → "November 2026",
     /// `11月30日` → "November 30", `2026年11月30日` → "November 30, 2026"; `None` for a month
     /// past 12 or a day past 31.
