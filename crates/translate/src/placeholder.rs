@@ -21,7 +21,8 @@
 //!
 //! A month (`11月`) it writes as a month in half the sentences tried ("at eight", "eight moon"
 //! in the others), but a season it places as a month goes ("in winter", "by winter"): so 冬
-//! stands in, and "winter" comes out as the month's name ("November"). A whole date
+//! stands in, and "winter" comes out as the month's name ("November"; "November 2026" from
+//! `2026年11月` or `2026年の11月`, whose month it drops otherwise). A whole date
 //! (`11月30日`, `2026年11月30日`) it garbles most of all (`1月8日` → "the eight days of
 //! January", `12月1日` → "one day in December"), but a weekday it places as a date goes ("on
 //! Monday", "by Monday", "Monday is my birthday"): so 月曜日 stands in, and "Monday" comes out
@@ -215,12 +216,13 @@ impl Placeholders {
         }
     }
 
-    /// A month or date run in English: `11月` → "November", `2026年11月` → "November 2026",
+    /// A month or date run in English: `11月` → "November", `2026年[の]11月` → "November 2026",
     /// `11月30日` → "November 30", `2026年11月30日` → "November 30, 2026"; `None` for a month
     /// past 12 or a day past 31.
     fn english_date(&self, run: &str) -> Option<String> {
         let (mut year, mut month, mut day) = (None, None, None);
-        let mut rest = run;
+        let run = run.replacen("年の", "年", 1);
+        let mut rest = run.as_str();
         while !rest.is_empty() {
             let digits = rest.find(|c: char| !c.is_ascii_digit())?;
             let number: usize = rest[..digits].parse().ok()?;
@@ -303,8 +305,9 @@ fn symbol_runs(line: &str, unknown: impl Fn(char) -> bool) -> Vec<(usize, usize)
 /// Byte ranges of the numbers of `line` worth a stand-in: three or more digits, with single
 /// `,` `.` `-` between them (`1,500`, `3.14`, `090-1234-5678`), not after a Latin letter or
 /// digit (`Windows10`); four digits before 年 are a year; one or two before 月, with the 月
-/// and a year right before it if any, a month (`11月`, `2026年11月`); a month with one or two
-/// digits and 日 after it, a date (`11月30日`, `2026年11月30日`).
+/// and a year right before it (or before の) if any, a month (`11月`, `2026年11月`,
+/// `2026年の11月`); a month with one or two digits and 日 after it, a date (`11月30日`,
+/// `2026年11月30日`).
 fn number_runs(line: &str) -> Vec<(usize, usize, Kind)> {
     let chars: Vec<(usize, char)> = line.char_indices().collect();
     let at = |j: usize| chars.get(j).map(|&(_, c)| c);
@@ -315,10 +318,10 @@ fn number_runs(line: &str) -> Vec<(usize, usize, Kind)> {
         (1..=2).contains(&(end - j)).then_some(end)
     };
     // The end and kind of a month or date whose first number (`digits` long) ends at `end`:
-    // `M月`, `YYYY年M月` (months), `M月D日`, `YYYY年M月D日` (dates).
+    // `M月`, `YYYY年[の]M月` (months), `M月D日`, `YYYY年[の]M月D日` (dates).
     let month_end = |end: usize, digits: usize| -> Option<(usize, Kind)> {
         let month = match (digits, at(end)) {
-            (4, Some('年')) => short(end + 1)?,
+            (4, Some('年')) => short(end + 1 + usize::from(at(end + 1) == Some('の')))?,
             (1 | 2, _) => end,
             _ => return None,
         };
@@ -515,8 +518,7 @@ mod tests {
             kinds("1955年10月25日、1955年の10月、1955年10月、1,500円と3.14と090-1234-5678。"),
             [
                 ("1955年10月25日".to_string(), Kind::Date),
-                ("1955".to_string(), Kind::Year),
-                ("10月".to_string(), Kind::Month),
+                ("1955年の10月".to_string(), Kind::Month),
                 ("1955年10月".to_string(), Kind::Month),
                 ("1,500".to_string(), Kind::Number),
                 ("3.14".to_string(), Kind::Number),
@@ -567,13 +569,16 @@ mod tests {
     #[test]
     fn months_and_dates_are_written_in_english() {
         let p = ja_en();
-        // A month is written by its name, through 冬 (夏 when the line holds 冬).
-        let m = p.mask("2026年の11月に。", |_| false, known_char);
-        assert_eq!(m.line, "1939年の冬に。");
-        assert_eq!(put_back(&m), [("1939", "2026"), ("winter", "November")]);
-        let m = p.mask("2026年11月に。", |_| false, known_char);
-        assert_eq!(m.line, "冬に。");
-        assert_eq!(put_back(&m), [("winter", "November 2026")]);
+        // A month is written by its name, through 冬 (夏 when the line holds 冬), with its
+        // year whether or not の stands between them (apart, the translator drops the month
+        // in half the sentences tried: `2010年の8月は暑かった` → "It was hot in 2010").
+        for line in ["2026年11月に。", "2026年の11月に。"] {
+            let m = p.mask(line, |_| false, known_char);
+            assert_eq!(m.line, "冬に。");
+            assert_eq!(put_back(&m), [("winter", "November 2026")]);
+        }
+        let m = p.mask("2026年のの11月。", |_| false, known_char);
+        assert_eq!(m.line, "1939年のの冬。");
         assert_eq!(
             p.mask("冬の11月と2月。", |_| false, known_char).line,
             "冬の夏と2月。"
