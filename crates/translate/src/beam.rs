@@ -311,8 +311,14 @@ pub(crate) fn translation(
             }
         })
         .collect();
+    // A word that ends in its own period ("3 p.m.") ends the sentence without a second one.
+    let period_after = |i: usize| i > 0 && tokens[i - 1].len() > 1 && tokens[i - 1].ends_with('.');
+    let words: Vec<&str> = (0..tokens.len())
+        .filter(|&i| !(tokens[i] == "." && period_after(i)))
+        .map(|i| tokens[i].as_str())
+        .collect();
     Translation {
-        text: src.masked.wrap(&text::detokenize(&tokens)),
+        text: src.masked.wrap(&text::detokenize(&words)),
         tokens,
         ids: h.ids,
         log_prob: h.log_prob,

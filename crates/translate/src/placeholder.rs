@@ -14,10 +14,11 @@
 //! around the translation (`ありがとう😀` → `Thank you … 😀`). Placeholders exist only for
 //! language pairs that have a table here (see [`Placeholders::for_languages`]).
 //!
-//! Numbers are read alike: this translator writes most numbers of three or more digits as
-//! another number or word, but copies a few (500, and 1939 as a year) as they are, so those
+//! Numbers are read alike: this translator writes most numbers of two or more digits that its
+//! tokenizer cuts into pieces as another number or word (`17歳` → "seven years old",
+//! `110円` → "ten yen"), but copies a few (500, and 1939 as a year) as they are, so those
 //! stand in for the others (`1,500円` → `500円` → "500 yen" → "1,500 yen"). A number the
-//! tokenizer reads as one piece (`100`, `1000`) it learnt, and is left alone.
+//! tokenizer reads as one piece (`10`, `25`, `100`, `1000`) it learnt, and is left alone.
 //!
 //! A month (`11月`) it writes as a month in half the sentences tried ("at eight", "eight moon"
 //! in the others), but a season it places as a month goes ("in winter", "by winter"): so 冬
@@ -26,7 +27,9 @@
 //! (`11月30日`, `2026年11月30日`) it garbles most of all (`1月8日` → "the eight days of
 //! January", `12月1日` → "one day in December"), but a weekday it places as a date goes ("on
 //! Monday", "by Monday", "Monday is my birthday"): so 月曜日 stands in, and "Monday" comes out
-//! as the date ("November 30, 2026").
+//! as the date ("November 30, 2026"). A clock time (`8時30分`, `3時半`, `午後3時`) it misreads
+//! too (`7時45分` → "four minutes at seven"), but places noon as times go ("at noon", "by
+//! noon", "the noon train"): so 正午 stands in, written "8:30", "3:30", "3 p.m.".
 //!
 //! What counts as a Latin run, on the NFKC-normalised line: an ASCII letter, then letters and
 //! digits, with connectors (`-.'&_@/:+#%?=~`) and single spaces inside when a letter or digit
@@ -44,8 +47,9 @@ type StandIn = (&'static str, &'static str);
 /// unprompted (トム/`Tom` and ボブ/`Bob` do, as subjects, so they are not here).
 const JA_EN: Placeholders = Placeholders {
     names: &[("ケン", "Ken"), ("ナンシー", "Nancy"), ("ベティ", "Betty")],
-    // The translator writes most numbers of three or more digits as a wrong number or word
-    // (`1,500円` → "500 yen", `110円` → "ten yen") but copies 500 and 200 as they are.
+    // The translator writes most numbers of two or more digits that its tokenizer cuts into
+    // pieces as a wrong number or word (`1,500円` → "500 yen", `110円` → "ten yen", `65歳で`
+    // → "at the age of six") but copies 500 and 200 as they are.
     numbers: &[("500", "500"), ("200", "200")],
     // And nearly every year as 1939 (`1952年に建てられた` → "built in 1939").
     years: &[("1939", "1939")],
@@ -59,6 +63,9 @@ const JA_EN: Placeholders = Placeholders {
         ("金曜日", "Friday"),
         ("日曜日", "Sunday"),
     ],
+    // Clock times, which it misreads, as noon and midnight (in the right place in 7 of 8
+    // sentences tried each).
+    times: &[("正午", "noon"), ("真夜中", "midnight")],
     month_names: &[
         "January",
         "February",
@@ -76,9 +83,10 @@ const JA_EN: Placeholders = Placeholders {
 };
 
 /// The stand-in tables of a language pair: for Latin runs and unreadable symbols (`names`),
-/// numbers of three or more digits (`numbers`), four-digit years before 年 (`years`),
-/// months (`[YYYY年]M月`, M 1–12: `months`, written "November[ 2026]" by `month_names`) and
-/// dates (`[YYYY年]M月D日`: `dates`, written "November 30[, 2026]").
+/// numbers of two or more digits (`numbers`), four-digit years before 年 (`years`),
+/// months (`[YYYY年]M月`, M 1–12: `months`, written "November[ 2026]" by `month_names`),
+/// dates (`[YYYY年]M月D日`: `dates`, written "November 30[, 2026]") and clock times
+/// (`[午前|午後]H時M分`, `H時半`, `午前|午後H時`: `times`, written "8:30[ a.m.]").
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Placeholders {
     names: &'static [StandIn],
@@ -86,6 +94,7 @@ pub struct Placeholders {
     years: &'static [StandIn],
     months: &'static [StandIn],
     dates: &'static [StandIn],
+    times: &'static [StandIn],
     month_names: &'static [&'static str],
 }
 
@@ -97,10 +106,11 @@ enum Kind {
     Year,
     Month,
     Date,
+    Time,
 }
 
 /// A run that a stand-in replaced: the target word to look for in the output, and what to
-/// write in its place (the run's own text; for a month or a date, its English).
+/// write in its place (the run's own text; for a month, a date or a time, its English).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Placeholder {
     pub target: &'static str,
@@ -170,12 +180,13 @@ impl Placeholders {
         runs.sort_unstable();
         // A stand-in already in the line would make the output's word ambiguous.
         let free = |table: &'static [StandIn]| table.iter().filter(|(src, _)| !line.contains(src));
-        let (mut names, mut numbers, mut years, mut months, mut dates) = (
+        let (mut names, mut numbers, mut years, mut months, mut dates, mut times) = (
             free(self.names),
             free(self.numbers),
             free(self.years),
             free(self.months),
             free(self.dates),
+            free(self.times),
         );
         let mut out = String::with_capacity(line.len());
         let mut placeholders = Vec::new();
@@ -189,6 +200,10 @@ impl Placeholders {
                     Some(english) => english,
                     None => continue,
                 },
+                Kind::Time => match english_time(&line[a..b]) {
+                    Some(english) => english,
+                    None => continue,
+                },
                 _ => line[a..b].to_string(),
             };
             let table = match kind {
@@ -197,6 +212,7 @@ impl Placeholders {
                 Kind::Year => &mut years,
                 Kind::Month => &mut months,
                 Kind::Date => &mut dates,
+                Kind::Time => &mut times,
             };
             let Some(&(src, target)) = table.next() else {
                 continue;
@@ -245,6 +261,43 @@ impl Placeholders {
             (None, None) => name.to_string(),
         })
     }
+}
+
+/// A clock time run in English: `8時30分` and `8:30` → "8:30", `8時5分` → "8:05", `3時半` →
+/// "3:30", `午後3時` → "3 p.m.", `午前8時30分` → "8:30 a.m."; `None` for an hour past 24
+/// (past 12 after 午前 or 午後) or a minute past 59.
+fn english_time(run: &str) -> Option<String> {
+    let (half_day, rest) = match run.strip_prefix("午前") {
+        Some(rest) => (Some("a.m."), rest),
+        None => match run.strip_prefix("午後") {
+            Some(rest) => (Some("p.m."), rest),
+            None => (None, run),
+        },
+    };
+    let (hour, minute) = match rest.split_once(':') {
+        Some((hour, minute)) => (hour, Some(minute)),
+        None => {
+            let (hour, rest) = rest.split_once('時')?;
+            (hour, (!rest.is_empty()).then_some(rest))
+        }
+    };
+    let hour: u32 = hour.parse().ok()?;
+    let minute: Option<u32> = match minute {
+        None => None,
+        Some("半") => Some(30),
+        Some(m) => Some(m.strip_suffix('分').unwrap_or(m).parse().ok()?),
+    };
+    if hour > if half_day.is_some() { 12 } else { 24 } || minute.is_some_and(|m| m > 59) {
+        return None;
+    }
+    let clock = match minute {
+        Some(minute) => format!("{hour}:{minute:02}"),
+        None => hour.to_string(),
+    };
+    Some(match half_day {
+        Some(half) => format!("{clock} {half}"),
+        None => clock,
+    })
 }
 
 /// The byte ranges `(body, prefix, suffix)` of `line`: the unreadable symbols (and spaces)
@@ -302,9 +355,11 @@ fn symbol_runs(line: &str, unknown: impl Fn(char) -> bool) -> Vec<(usize, usize)
     runs
 }
 
-/// Byte ranges of the numbers of `line` worth a stand-in: three or more digits, with single
-/// `,` `.` `-` between them (`1,500`, `3.14`, `090-1234-5678`), not after a Latin letter or
-/// digit (`Windows10`); four digits before 年 are a year; one or two before 月, with the 月
+/// Byte ranges of the numbers of `line` worth a stand-in: two or more digits, with single
+/// `,` `.` `-` between them (`17`, `1,500`, `3.14`, `090-1234-5678`), not after a Latin letter
+/// or digit (`Windows10`); one or two digits before 時 with minutes (`8時30分`, `3時半`) or
+/// after 午前 or 午後 (`午後3時`, with it), or before `:` and two digits (`8:30`), a clock
+/// time; four digits before 年 are a year; one or two before 月, with the 月
 /// and a year right before it (or before の) if any, a month (`11月`, `2026年11月`,
 /// `2026年の11月`); a month with one or two digits and 日 after it, a date (`11月30日`,
 /// `2026年11月30日`).
@@ -333,6 +388,22 @@ fn number_runs(line: &str) -> Vec<(usize, usize, Kind)> {
             },
         )
     };
+    // The end of a clock time whose hour (`digits` long) ends at `end`: `H:MM`, `H時M分`,
+    // `H時半`, and after 午前 or 午後 `H時` too (not `H時間`, hours).
+    let time_end = |end: usize, digits: usize, half_day: bool| -> Option<usize> {
+        if digits <= 2 && at(end) == Some(':') {
+            return short(end + 1).filter(|&m| m == end + 3);
+        }
+        (digits <= 2 && at(end) == Some('時')).then_some(())?;
+        if let Some(minute) = short(end + 1).filter(|&m| at(m) == Some('分')) {
+            return Some(minute + 1);
+        }
+        match at(end + 1) {
+            Some('半') => Some(end + 2),
+            Some('間') => None,
+            _ => half_day.then_some(end + 1),
+        }
+    };
     let byte = |j: usize| chars.get(j).map_or(line.len(), |&(b, _)| b);
     let mut runs = Vec::new();
     let mut i = 0;
@@ -355,6 +426,13 @@ fn number_runs(line: &str) -> Vec<(usize, usize, Kind)> {
             break;
         }
         let stop = byte(end);
+        let half_day = i >= 2 && matches!((at(i - 2), at(i - 1)), (Some('午'), Some('前' | '後')));
+        if let Some(after) = time_end(end, digits, half_day).filter(|_| plain) {
+            let start = if half_day { i - 2 } else { i };
+            runs.push((chars[start].0, byte(after), Kind::Time));
+            i = after;
+            continue;
+        }
         if let Some((after, kind)) = month_end(end, digits).filter(|_| plain) {
             runs.push((chars[i].0, byte(after), kind));
             i = after;
@@ -362,7 +440,7 @@ fn number_runs(line: &str) -> Vec<(usize, usize, Kind)> {
         }
         if plain && digits == 4 && at(end) == Some('年') {
             runs.push((chars[i].0, stop, Kind::Year));
-        } else if digits >= 3 {
+        } else if digits >= 2 {
             runs.push((chars[i].0, stop, Kind::Number));
         }
         i = end;
@@ -507,7 +585,7 @@ mod tests {
     }
 
     #[test]
-    fn numbers_of_three_digits_and_years_take_their_own_stand_ins() {
+    fn numbers_and_years_take_their_own_stand_ins() {
         let kinds = |line: &str| -> Vec<(String, Kind)> {
             number_runs(line)
                 .into_iter()
@@ -525,9 +603,10 @@ mod tests {
                 ("090-1234-5678".to_string(), Kind::Number),
             ]
         );
-        // Short numbers, digits inside a Latin word, and a trailing separator stay out;
-        // a four-digit number without 年 is a number.
-        assert!(kinds("12冊、Windows10、5,、8:30").is_empty());
+        // One digit, digits inside a Latin word, and a trailing separator stay out; two
+        // digits are a number, and so is a four-digit number without 年.
+        assert!(kinds("3冊、Windows10、5,").is_empty());
+        assert_eq!(kinds("12冊"), [("12".to_string(), Kind::Number)]);
         assert_eq!(kinds("11月30日"), [("11月30日".to_string(), Kind::Date)]);
         assert_eq!(kinds("11月に"), [("11月".to_string(), Kind::Month)]);
         // A day of three digits is no date: the month stays a month, the day a number.
@@ -550,9 +629,13 @@ mod tests {
             put_back(&m),
             [("1939", "1952"), ("500", "110"), ("200", "29,002")]
         );
-        // A number that is one known piece stays.
+        // A number that is one known piece stays; one cut into pieces stands in from two
+        // digits on.
         let m = p.mask("100円と110円。", |r| r == "100", known_char);
         assert_eq!(m.line, "100円と500円。");
+        let m = p.mask("10人の中で彼は65歳で引退した。", |r| r == "10", known_char);
+        assert_eq!(m.line, "10人の中で彼は500歳で引退した。");
+        assert_eq!(put_back(&m), [("500", "65")]);
         // A stand-in the line already holds is not used (its own 500 takes the next one).
         let m = p.mask("500円と110円。", |_| false, known_char);
         assert_eq!(m.line, "200円と110円。");
@@ -596,6 +679,46 @@ mod tests {
             [("Friday", "November 30, 2026"), ("Sunday", "January 8")]
         );
         assert_unchanged(&p, "13月5日と4月32日。");
+    }
+
+    #[test]
+    fn clock_times_are_written_in_english() {
+        let kinds: Vec<(String, Kind)> = {
+            let line = "8時30分、3時半、午後3時、2時間、5時、12時間、8:30、午前10時5分、10:5。";
+            number_runs(line)
+                .into_iter()
+                .map(|(a, b, k)| (line[a..b].to_string(), k))
+                .collect()
+        };
+        let time = |run: &str| (run.to_string(), Kind::Time);
+        // Hours alone (`5時`, which the translator reads) and durations (`時間`) are no time.
+        assert_eq!(
+            kinds,
+            [
+                time("8時30分"),
+                time("3時半"),
+                time("午後3時"),
+                ("12".to_string(), Kind::Number),
+                time("8:30"),
+                time("午前10時5分"),
+                ("10".to_string(), Kind::Number),
+            ]
+        );
+        let p = ja_en();
+        let m = p.mask("会議は8時30分に始まります。", |_| false, known_char);
+        assert_eq!(m.line, "会議は正午に始まります。");
+        assert_eq!(put_back(&m), [("noon", "8:30")]);
+        let m = p.mask("午後3時から午前8時5分まで。", |_| false, known_char);
+        assert_eq!(m.line, "正午から真夜中まで。");
+        assert_eq!(
+            put_back(&m),
+            [("noon", "3 p.m."), ("midnight", "8:05 a.m.")]
+        );
+        let m = p.mask("正午と7:45と11時半。", |_| false, known_char);
+        assert_eq!(m.line, "正午と真夜中と11時半。");
+        assert_eq!(put_back(&m), [("midnight", "7:45")]);
+        // A time past the clock is left as it is.
+        assert_unchanged(&p, "25時30分と8時60分と午後13時。");
     }
 
     #[test]
