@@ -86,7 +86,7 @@ const JA_EN: Placeholders = Placeholders {
 /// numbers of two or more digits (`numbers`), four-digit years before 年 (`years`),
 /// months (`[YYYY年]M月`, M 1–12: `months`, written "November[ 2026]" by `month_names`),
 /// dates (`[YYYY年]M月D日`: `dates`, written "November 30[, 2026]") and clock times
-/// (`[午前|午後]H時M分`, `H時半`, `午前|午後H時`: `times`, written "8:30[ a.m.]").
+/// (`[午前|午後]H時M分`, `H時半`, `午前|午後H時`, `H:MM`: `times`, written "8:30[ a.m.]").
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Placeholders {
     names: &'static [StandIn],
