@@ -220,7 +220,7 @@ fn latin_names_emoji_and_numbers_in_japanese_come_through() {
     assert_eq!(text[1], "😀");
     assert!(text[2].contains('Ω'), "{text:?}");
     // Numbers it would misread (1,500 → "500", 1952 → "1939", 11月 → "September", 17 →
-    // "seven", whole dates, clock times) come through.
+    // "seven", 1400万 → "five thousand yen", whole dates, clock times) come through.
     let text = translate(&[
         "価格は1,500円です。",
         "国連のビルは1952年に建てられた。",
@@ -230,6 +230,7 @@ fn latin_names_emoji_and_numbers_in_japanese_come_through() {
         "彼女は17歳だ。",
         "7時45分の電車に乗った。",
         "午後3時に来てください。",
+        "東京の人口は約1400万人です。",
     ]);
     assert!(text[0].contains("1,500 yen"), "{text:?}");
     assert!(
@@ -246,6 +247,7 @@ fn latin_names_emoji_and_numbers_in_japanese_come_through() {
     assert!(text[6].contains("7:45"), "{text:?}");
     // "3 p.m." ends the sentence with its own period.
     assert!(text[7].ends_with("3 p.m."), "{text:?}");
+    assert!(text[8].contains("14 million"), "{text:?}");
     let src = engine.source(lines[1], 100);
     assert_eq!(src.masked.placeholders.len(), 1);
     assert_eq!(src.masked.placeholders[0].output, "iPhone");

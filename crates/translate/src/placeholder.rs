@@ -18,7 +18,10 @@
 //! tokenizer cuts into pieces as another number or word (`17歳` → "seven years old",
 //! `110円` → "ten yen"), but copies a few (500, and 1939 as a year) as they are, so those
 //! stand in for the others (`1,500円` → `500円` → "500 yen" → "1,500 yen"). A number the
-//! tokenizer reads as one piece (`10`, `25`, `100`, `1000`) it learnt, and is left alone.
+//! tokenizer reads as one piece (`10`, `25`, `100`, `1000`) it learnt, and is left alone. A
+//! number with 万 (10⁴), 億 (10⁸) or 兆 it misreads whatever its digits (`10万円` → "ten
+//! thousand yen", `1400万人` → "five thousand yen"), so it stands in as 500 too and is written
+//! worked out ("100,000 yen", "14 million").
 //!
 //! A month (`11月`) it writes as a month in half the sentences tried ("at eight", "eight moon"
 //! in the others), but a season it places as a month goes ("in winter", "by winter"): so 冬
@@ -204,6 +207,10 @@ impl Placeholders {
                     Some(english) => english,
                     None => continue,
                 },
+                Kind::Number => match english_number(&line[a..b]) {
+                    Some(english) => english,
+                    None => continue,
+                },
                 _ => line[a..b].to_string(),
             };
             let table = match kind {
@@ -261,6 +268,69 @@ impl Placeholders {
             (None, None) => name.to_string(),
         })
     }
+}
+
+/// A number run as English writes it: as it is (`1,500`), or with 万 (10⁴), 億 (10⁸) and 兆
+/// (10¹²) worked out: `3万` → "30,000", `1.5万` → "15,000", `1,400万` → "14 million",
+/// `1億2000万` → "120 million", `1234万` → "12.34 million", `2兆` → "2 trillion"; `None` if a
+/// part is no number (`090-1234万`).
+fn english_number(run: &str) -> Option<String> {
+    const UNITS: [char; 3] = ['万', '億', '兆'];
+    if !run.contains(UNITS) {
+        return Some(run.to_string());
+    }
+    let mut total: u128 = 0;
+    let mut rest = run;
+    while !rest.is_empty() {
+        let (part, tail) = rest.split_at(rest.find(UNITS).unwrap_or(rest.len()));
+        let mut tail = tail.chars();
+        let unit: u128 = match tail.next() {
+            Some('万') => 10_000,
+            Some('億') => 100_000_000,
+            Some('兆') => 1_000_000_000_000,
+            _ => 1,
+        };
+        // `1.5` × 10⁴ = 15,000: the whole part and the decimals scaled apart.
+        let part = part.replace(',', "");
+        let (whole, decimals) = part.split_once('.').unwrap_or((&part, ""));
+        let scale = 10u128.checked_pow(decimals.len() as u32)?;
+        let whole: u128 = whole.parse().ok()?;
+        let decimals: u128 = if decimals.is_empty() {
+            0
+        } else {
+            decimals.parse().ok()?
+        };
+        let fraction = decimals.checked_mul(unit)?;
+        if !fraction.is_multiple_of(scale) {
+            return None; // less than one: `1.23456万`
+        }
+        total = total
+            .checked_add(whole.checked_mul(unit)?)?
+            .checked_add(fraction / scale)?;
+        rest = tail.as_str();
+    }
+    for (unit, name) in [(12, "trillion"), (9, "billion"), (6, "million")] {
+        let size = 10u128.pow(unit);
+        if total >= size {
+            let decimals = format!("{:0width$}", total % size, width = unit as usize);
+            let decimals = decimals.trim_end_matches('0');
+            if decimals.len() <= 2 {
+                let point = if decimals.is_empty() { "" } else { "." };
+                return Some(format!("{}{point}{decimals} {name}", total / size));
+            }
+            break;
+        }
+    }
+    // Digits in groups of three: "120,456,789".
+    let digits = total.to_string();
+    let mut grouped = String::new();
+    for (k, d) in digits.chars().enumerate() {
+        if k > 0 && (digits.len() - k).is_multiple_of(3) {
+            grouped.push(',');
+        }
+        grouped.push(d);
+    }
+    Some(grouped)
 }
 
 /// A clock time run in English: `8時30分` and `8:30` → "8:30", `8時5分` → "8:05", `3時半` →
@@ -404,6 +474,34 @@ fn number_runs(line: &str) -> Vec<(usize, usize, Kind)> {
             _ => half_day.then_some(end + 1),
         }
     };
+    // The end of a number with 万, 億 or 兆 whose first part ends at `end` (`2万`, `1,400万`,
+    // `1億2000万`, `3万5000`); `None` without one, or before a kanji numeral (`1万5千`).
+    let big_end = |mut end: usize| -> Option<usize> {
+        let rank = |j: usize| match at(j) {
+            Some('万') => Some(1),
+            Some('億') => Some(2),
+            Some('兆') => Some(3),
+            _ => None,
+        };
+        let mut last = rank(end)?;
+        loop {
+            end += 1;
+            let mut next = end;
+            while digit(next) || (at(next).is_some_and(|c| ",.".contains(c)) && digit(next + 1)) {
+                next += 1;
+            }
+            match rank(next) {
+                _ if next == end => break,
+                Some(r) if r < last => (last, end) = (r, next),
+                Some(_) => break,
+                None => {
+                    end = next;
+                    break;
+                }
+            }
+        }
+        (!at(end).is_some_and(|c| "千百十".contains(c))).then_some(end)
+    };
     let byte = |j: usize| chars.get(j).map_or(line.len(), |&(b, _)| b);
     let mut runs = Vec::new();
     let mut i = 0;
@@ -426,6 +524,11 @@ fn number_runs(line: &str) -> Vec<(usize, usize, Kind)> {
             break;
         }
         let stop = byte(end);
+        if let Some(after) = big_end(end) {
+            runs.push((chars[i].0, byte(after), Kind::Number));
+            i = after;
+            continue;
+        }
         let half_day = i >= 2 && matches!((at(i - 2), at(i - 1)), (Some('午'), Some('前' | '後')));
         if let Some(after) = time_end(end, digits, half_day).filter(|_| plain) {
             let start = if half_day { i - 2 } else { i };
@@ -584,14 +687,16 @@ mod tests {
         assert_unchanged(&p, "猫です。");
     }
 
+    /// The number runs of `line`: their text and kind.
+    fn kinds(line: &str) -> Vec<(String, Kind)> {
+        number_runs(line)
+            .into_iter()
+            .map(|(a, b, k)| (line[a..b].to_string(), k))
+            .collect()
+    }
+
     #[test]
     fn numbers_and_years_take_their_own_stand_ins() {
-        let kinds = |line: &str| -> Vec<(String, Kind)> {
-            number_runs(line)
-                .into_iter()
-                .map(|(a, b, k)| (line[a..b].to_string(), k))
-                .collect()
-        };
         assert_eq!(
             kinds("1955年10月25日、1955年の10月、1955年10月、1,500円と3.14と090-1234-5678。"),
             [
@@ -618,6 +723,33 @@ mod tests {
             ]
         );
         assert_eq!(kinds("2026人"), [("2026".to_string(), Kind::Number)]);
+        // With 万, 億 or 兆 a number runs on to its last part; before a kanji numeral it is
+        // left to the model.
+        assert_eq!(
+            kinds("2万ドル、1億2000万人、3万5000円、1万5千円、1万2万"),
+            [
+                ("2万".to_string(), Kind::Number),
+                ("1億2000万".to_string(), Kind::Number),
+                ("3万5000".to_string(), Kind::Number),
+                ("1万".to_string(), Kind::Number),
+                ("2万".to_string(), Kind::Number),
+            ]
+        );
+        for (run, english) in [
+            ("1,500", "1,500"),
+            ("3万", "30,000"),
+            ("1.5万", "15,000"),
+            ("3万5000", "35,000"),
+            ("1,400万", "14 million"),
+            ("1234万", "12.34 million"),
+            ("1億2000万", "120 million"),
+            ("10億", "1 billion"),
+            ("2兆", "2 trillion"),
+            ("1億2345万6789", "123,456,789"),
+        ] {
+            assert_eq!(english_number(run).as_deref(), Some(english), "{run}");
+        }
+        assert_eq!(english_number("1.23456万"), None);
         let p = ja_en();
         let m = p.mask(
             "1952年に110円と29,002円と7円と300円。",
@@ -636,6 +768,9 @@ mod tests {
         let m = p.mask("10人の中で彼は65歳で引退した。", |r| r == "10", known_char);
         assert_eq!(m.line, "10人の中で彼は500歳で引退した。");
         assert_eq!(put_back(&m), [("500", "65")]);
+        let m = p.mask("東京の人口は約1400万人です。", |_| false, known_char);
+        assert_eq!(m.line, "東京の人口は約500人です。");
+        assert_eq!(put_back(&m), [("500", "14 million")]);
         // A stand-in the line already holds is not used (its own 500 takes the next one).
         let m = p.mask("500円と110円。", |_| false, known_char);
         assert_eq!(m.line, "200円と110円。");
@@ -683,17 +818,10 @@ mod tests {
 
     #[test]
     fn clock_times_are_written_in_english() {
-        let kinds: Vec<(String, Kind)> = {
-            let line = "8時30分、3時半、午後3時、2時間、5時、12時間、8:30、午前10時5分、10:5。";
-            number_runs(line)
-                .into_iter()
-                .map(|(a, b, k)| (line[a..b].to_string(), k))
-                .collect()
-        };
         let time = |run: &str| (run.to_string(), Kind::Time);
         // Hours alone (`5時`, which the translator reads) and durations (`時間`) are no time.
         assert_eq!(
-            kinds,
+            kinds("8時30分、3時半、午後3時、2時間、5時、12時間、8:30、午前10時5分、10:5。"),
             [
                 time("8時30分"),
                 time("3時半"),
