@@ -334,8 +334,8 @@ fn english_number(run: &str) -> Option<String> {
 }
 
 /// A clock time run in English: `8時30分` and `8:30` → "8:30", `8時5分` → "8:05", `3時半` →
-/// "3:30", `午後3時` → "3 p.m.", `午前8時30分` → "8:30 a.m."; `None` for an hour past 24
-/// (past 12 after 午前 or 午後) or a minute past 59.
+/// "3:30", `午後3時` → "3 p.m.", `午前8時30分` → "8:30 a.m.", `午前0時` → "12 a.m."; `None`
+/// for an hour past 24 (past 12 after 午前 or 午後) or a minute past 59.
 fn english_time(run: &str) -> Option<String> {
     let (half_day, rest) = match run.strip_prefix("午前") {
         Some(rest) => (Some("a.m."), rest),
@@ -360,6 +360,12 @@ fn english_time(run: &str) -> Option<String> {
     if hour > if half_day.is_some() { 12 } else { 24 } || minute.is_some_and(|m| m > 59) {
         return None;
     }
+    // On a 12-hour clock 午前0時 is 12 a.m. (midnight), 午後0時 12 p.m. (noon).
+    let hour = if half_day.is_some() && hour == 0 {
+        12
+    } else {
+        hour
+    };
     let clock = match minute {
         Some(minute) => format!("{hour}:{minute:02}"),
         None => hour.to_string(),
@@ -845,6 +851,11 @@ mod tests {
         let m = p.mask("正午と7:45と11時半。", |_| false, known_char);
         assert_eq!(m.line, "正午と真夜中と11時半。");
         assert_eq!(put_back(&m), [("midnight", "7:45")]);
+        let m = p.mask("午前0時30分と午後0時。", |_| false, known_char);
+        assert_eq!(
+            put_back(&m),
+            [("noon", "12:30 a.m."), ("midnight", "12 p.m.")]
+        );
         // A time past the clock is left as it is.
         assert_unchanged(&p, "25時30分と8時60分と午後13時。");
     }
