@@ -198,20 +198,16 @@ impl Placeholders {
             if a < last {
                 continue; // overlaps the run before
             }
+            // What is written in the stand-in's place; a run English cannot write stays.
+            let run = &line[a..b];
             let output = match kind {
-                Kind::Month | Kind::Date => match self.english_date(&line[a..b]) {
-                    Some(english) => english,
-                    None => continue,
-                },
-                Kind::Time => match english_time(&line[a..b]) {
-                    Some(english) => english,
-                    None => continue,
-                },
-                Kind::Number => match english_number(&line[a..b]) {
-                    Some(english) => english,
-                    None => continue,
-                },
-                _ => line[a..b].to_string(),
+                Kind::Month | Kind::Date => self.english_date(run),
+                Kind::Time => english_time(run),
+                Kind::Number => english_number(run),
+                Kind::Name | Kind::Year => Some(run.to_string()),
+            };
+            let Some(output) = output else {
+                continue;
             };
             let table = match kind {
                 Kind::Name => &mut names,
