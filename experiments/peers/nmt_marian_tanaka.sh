@@ -111,6 +111,6 @@ done
   --cpu-threads "$THREADS" --workspace 4096 --seed 1 \
   --valid-sets "$OUT/valid.ja" "$OUT/valid.en" --valid-metrics bleu cross-entropy \
   --valid-freq 2000u --save-freq 500u --overwrite --disp-freq 500u --early-stopping 3 \
-  --beam-size 5 --normalize 1 --valid-mini-batch 32 --keep-best \
+  --beam-size 5 --normalize 1 --valid-mini-batch 64 --keep-best \
   --log "$OUT/train.log" --valid-log "$OUT/valid.log" || true
 ls -la "$OUT"
