@@ -35,10 +35,12 @@
 //! noon", "the noon train"): so 正午 stands in, written "8:30", "3:30", "3 p.m.".
 //!
 //! What counts as a Latin run, on the NFKC-normalised line: an ASCII letter, then letters and
-//! digits, with connectors (`-.'&_@/:+#%?=~`) and single spaces inside when a letter or digit
-//! follows (`iPhone`, `New York`, `e-mail`, `Mr. Smith`). Left alone: runs of fewer than two
-//! letters (`Tシャツ`, `X線`), runs right after a digit (units: `100m`, `180g`), runs the
-//! tokenizer keeps as one known piece (`CD`), and any beyond the table's length.
+//! digits, with connectors (`-.'&_@/:+#%?=~`) and single spaces inside when a letter follows,
+//! or digits that no kanji or katakana counter follows (`iPhone`, `New York`, `e-mail`,
+//! `Mr. Smith`, `iPhone 15`, `Python 3.12`; not the `20` of `Smith 20歳`). Left alone: runs
+//! of fewer than two letters (`Tシャツ`, `X線`), runs right after a digit (units: `100m`,
+//! `180g`), runs the tokenizer keeps as one known piece (`CD`), and any beyond the table's
+//! length.
 
 use crate::artifact::Languages;
 
@@ -586,6 +588,21 @@ fn latin_runs(line: &str) -> Vec<(usize, usize)> {
                     end = k;
                     continue;
                 }
+                // A version after a name (`iPhone 15`, `Python 3.12`) is part of it, a count
+                // before a counter (`Smith 20歳`, `ABC 3ページ`) is not.
+                let digit_at = |j: usize| chars.get(j).is_some_and(|x| x.1.is_ascii_digit());
+                let mut d = k;
+                let dot_at = |j: usize| chars.get(j).is_some_and(|x| x.1 == '.');
+                while digit_at(d) || (d > k && dot_at(d) && digit_at(d + 1)) {
+                    d += 1;
+                }
+                let counter = chars
+                    .get(d)
+                    .is_some_and(|x| is_cjk(x.1) && !('\u{3040}'..='\u{309F}').contains(&x.1));
+                if d > k && !counter {
+                    end = d;
+                    continue;
+                }
                 break;
             }
             while k < chars.len() && CONNECTORS.contains(chars[k].1) {
@@ -644,6 +661,13 @@ mod tests {
         assert_eq!(runs("e-mailを送る。"), ["e-mail"]);
         assert_eq!(runs("www.example.comを見て。"), ["www.example.com"]);
         assert_eq!(runs("Windows10を使う。"), ["Windows10"]);
+        // A version after a space belongs to the name; a count before its counter does not.
+        assert_eq!(runs("iPhone 15を買った。"), ["iPhone 15"]);
+        assert_eq!(runs("Python 3.12で書いた。"), ["Python 3.12"]);
+        assert_eq!(runs("iPhone 15 Proだ。"), ["iPhone 15 Pro"]);
+        assert_eq!(runs("Smith 20歳です。"), ["Smith"]);
+        assert_eq!(runs("ABC 3ページ。"), ["ABC"]);
+        assert_eq!(runs("Windows 11"), ["Windows 11"]);
         // Units after a number, single letters, and a trailing connector stay out.
         assert!(runs("100mを走った。180gです。").is_empty());
         assert!(runs("Tシャツを着た。X線だ。").is_empty());
