@@ -248,6 +248,20 @@ fn latin_names_emoji_and_numbers_in_japanese_come_through() {
     // "3 p.m." ends the sentence with its own period.
     assert!(text[7].ends_with("3 p.m."), "{text:?}");
     assert!(text[8].contains("14 million"), "{text:?}");
+    // A version belongs to its name; a sign it would drop stands in with its number; and a
+    // number whose stand-in it drops (500 here: "five degrees") is tried with the next (200).
+    let text = translate(&[
+        "iPhone 15を買った。",
+        "Windows 11を使っている。",
+        "気温は-5度まで下がった。",
+        "気温はマイナス5度まで下がった。",
+        "気温は35度まで下がった。",
+    ]);
+    assert!(text[0].contains("iPhone 15"), "{text:?}");
+    assert!(text[1].contains("Windows 11"), "{text:?}");
+    assert!(text[2].contains("-5 degrees"), "{text:?}");
+    assert!(text[3].contains("-5 degrees"), "{text:?}");
+    assert!(text[4].contains("35 degrees"), "{text:?}");
     let src = engine.source(lines[1], 100);
     assert_eq!(src.masked.placeholders.len(), 1);
     assert_eq!(src.masked.placeholders[0].output, "iPhone");

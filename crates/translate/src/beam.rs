@@ -112,6 +112,11 @@ pub struct Source {
     /// edges, put back in the translation ([`crate::placeholder`]); the line itself when the
     /// translator has no stand-ins.
     pub masked: Masked,
+    /// The line as given, the stand-in tables it was masked with and the token limit: what
+    /// a retry with other stand-ins needs ([`Source::with_next_stand_ins`]).
+    line: String,
+    placeholders: Option<Placeholders>,
+    max_tokens: usize,
 }
 
 impl Source {
@@ -155,8 +160,55 @@ impl Source {
             ids,
             truncated,
             masked,
+            line: line.to_string(),
+            placeholders,
+            max_tokens,
         }
     }
+
+    /// The same line with each stand-in table's next choice, if that changes what the
+    /// translator reads.
+    pub fn with_next_stand_ins(
+        &self,
+        tokenizer: &crate::tokenizer::Tokenizer,
+        vocab: &fastsoftmax_infer::Vocab,
+    ) -> Option<Source> {
+        let next = self.placeholders?.next_round();
+        let retry = Source::new(&self.line, tokenizer, vocab, self.max_tokens, Some(next));
+        (retry.masked.line != self.masked.line).then_some(retry)
+    }
+}
+
+/// `search`'s translations of `sources`, where each line whose best translation dropped a
+/// stand-in (no word of it is the stand-in's, so the run it replaced is lost: `35度` →
+/// "five degrees") is searched once more with each table's next stand-in
+/// (`retry`), and the second search's translations are kept when they drop fewer.
+pub(crate) fn search_keeping_stand_ins(
+    sources: &[Source],
+    tgt_vocab: &fastsoftmax_infer::Vocab,
+    retry: impl Fn(&Source) -> Option<Source>,
+    mut search: impl FnMut(&[Source]) -> Result<Vec<Vec<Translation>>>,
+) -> Result<Vec<Vec<Translation>>> {
+    let dropped = |src: &Source, nbest: &[Translation]| {
+        nbest.first().map_or(0, |t| {
+            let words = t.ids.iter().map(|&id| tgt_vocab.word(id));
+            src.masked.dropped(words)
+        })
+    };
+    let mut results = search(sources)?;
+    let (lines, again): (Vec<usize>, Vec<Source>) = (0..sources.len())
+        .filter(|&i| dropped(&sources[i], &results[i]) > 0)
+        .filter_map(|i| Some((i, retry(&sources[i])?)))
+        .unzip();
+    if again.is_empty() {
+        return Ok(results);
+    }
+    for ((i, nbest), src) in lines.into_iter().zip(search(&again)?).zip(&again) {
+        if dropped(src, &nbest) < dropped(&sources[i], &results[i]) {
+            results[i] = nbest;
+        }
+    }
+    Ok(results)
 }
 
 #[derive(Debug, Clone)]
@@ -340,8 +392,25 @@ impl Translator {
     }
 
     /// Translates a batch of prepared sources; per source its `n_best` translations, best
-    /// first. An empty source (no tokens) translates to one empty translation.
+    /// first. An empty source (no tokens) translates to one empty translation. A line whose
+    /// translation dropped a stand-in is tried once more with others
+    /// ([`search_keeping_stand_ins`]).
     pub fn search(
+        &self,
+        sources: &[Source],
+        opts: &SearchOptions,
+        profile: &mut Profile,
+    ) -> Result<Vec<Vec<Translation>>> {
+        search_keeping_stand_ins(
+            sources,
+            self.tgt_vocab(),
+            |s| s.with_next_stand_ins(self.src_tokenizer(), self.src_vocab()),
+            |s| self.search_once(s, opts, profile),
+        )
+    }
+
+    /// [`Translator::search`] without the retry.
+    fn search_once(
         &self,
         sources: &[Source],
         opts: &SearchOptions,

@@ -71,6 +71,7 @@ const JA_EN: Placeholders = Placeholders {
     // Clock times, which it misreads, as noon and midnight (in the right place in 7 of 8
     // sentences tried each).
     times: &[("正午", "noon"), ("真夜中", "midnight")],
+    round: 0,
     month_names: &[
         "January",
         "February",
@@ -101,6 +102,8 @@ pub struct Placeholders {
     dates: &'static [StandIn],
     times: &'static [StandIn],
     month_names: &'static [&'static str],
+    /// Each table starts at its `round`-th stand-in (wrapping): a retry's second choice.
+    round: usize,
 }
 
 /// What a run of the source is, so which table stands in for it.
@@ -143,6 +146,13 @@ impl Masked {
             .collect::<Vec<_>>()
             .join(" ")
     }
+
+    /// How many stand-ins a translation leaves out: those whose target word none of its
+    /// `words` is (in any case).
+    pub fn dropped<'a>(&self, words: impl Iterator<Item = &'a str> + Clone) -> usize {
+        let written = |p: &Placeholder| words.clone().any(|w| p.target.eq_ignore_ascii_case(w));
+        self.placeholders.iter().filter(|p| !written(p)).count()
+    }
 }
 
 impl Placeholders {
@@ -151,6 +161,16 @@ impl Placeholders {
         match languages {
             Some(l) if l.src == "ja" && l.tgt == "en" => Some(JA_EN),
             _ => None,
+        }
+    }
+
+    /// The same tables, each starting at its next stand-in: for a line whose translation
+    /// dropped one (the translator reads some stand-ins worse in some sentences:
+    /// `気温は35度まで下がった。` → "five degrees" through 500, "35 degrees" through 200).
+    pub fn next_round(self) -> Placeholders {
+        Placeholders {
+            round: self.round + 1,
+            ..self
         }
     }
 
@@ -182,9 +202,16 @@ impl Placeholders {
             )
             .map(|(a, b, kind)| (body.start + a, body.start + b, kind))
             .collect();
-        runs.sort_unstable();
+        // At one start the longer run wins (`−5`, a number, over `−`, a symbol it holds).
+        runs.sort_unstable_by_key(|&(a, b, kind)| (a, std::cmp::Reverse(b), kind));
         // A stand-in already in the line would make the output's word ambiguous.
-        let free = |table: &'static [StandIn]| table.iter().filter(|(src, _)| !line.contains(src));
+        let free = |table: &'static [StandIn]| {
+            let first = self.round % table.len().max(1);
+            table[first..]
+                .iter()
+                .chain(&table[..first])
+                .filter(|(src, _)| !line.contains(src))
+        };
         let (mut names, mut numbers, mut years, mut months, mut dates, mut times) = (
             free(self.names),
             free(self.numbers),
@@ -271,9 +298,14 @@ impl Placeholders {
 /// A number run as English writes it: as it is (`1,500`), or with 万 (10⁴), 億 (10⁸) and 兆
 /// (10¹²) worked out: `3万` → "30,000", `1.5万` → "15,000", `1,400万` → "14 million",
 /// `1億2000万` → "120 million", `1234万` → "12.34 million", `2兆` → "2 trillion"; `None` if a
-/// part is no number (`090-1234万`).
+/// part is no number (`090-1234万`). A sign (`-`, `−`, マイナス) is written `-`: `-5`, `-30,000`.
 fn english_number(run: &str) -> Option<String> {
     const UNITS: [char; 3] = ['万', '億', '兆'];
+    for sign in ["-", "−", "マイナス"] {
+        if let Some(unsigned) = run.strip_prefix(sign) {
+            return english_number(unsigned).map(|n| format!("-{n}"));
+        }
+    }
     if !run.contains(UNITS) {
         return Some(run.to_string());
     }
@@ -507,6 +539,20 @@ fn number_runs(line: &str) -> Vec<(usize, usize, Kind)> {
         (!at(end).is_some_and(|c| "千百十".contains(c))).then_some(end)
     };
     let byte = |j: usize| chars.get(j).map_or(line.len(), |&(b, _)| b);
+    // Where the sign of a negative number starting at `i` starts: `-5`, `−5` or `マイナス5`,
+    // not after a letter or digit (`A-5`, `5-3`, `090-1234`); `i` if it has none.
+    let sign_start = |i: usize| -> usize {
+        let word_at = |j: usize| at(j).is_some_and(|c| c.is_ascii_alphanumeric());
+        if i >= 1 && matches!(at(i - 1), Some('-' | '−')) && !(i >= 2 && word_at(i - 2)) {
+            return i - 1;
+        }
+        let minus = i >= 4 && (0..4).all(|k| at(i - 4 + k) == "マイナス".chars().nth(k));
+        if minus {
+            i - 4
+        } else {
+            i
+        }
+    };
     let mut runs = Vec::new();
     let mut i = 0;
     while i < chars.len() {
@@ -514,6 +560,8 @@ fn number_runs(line: &str) -> Vec<(usize, usize, Kind)> {
             i += 1;
             continue;
         }
+        // The translator drops a sign, so a signed number of any length takes a stand-in.
+        let signed = sign_start(i);
         let (mut end, mut digits, mut plain) = (i, 0, true);
         loop {
             while digit(end) {
@@ -529,8 +577,13 @@ fn number_runs(line: &str) -> Vec<(usize, usize, Kind)> {
         }
         let stop = byte(end);
         if let Some(after) = big_end(end) {
-            runs.push((chars[i].0, byte(after), Kind::Number));
+            runs.push((chars[signed].0, byte(after), Kind::Number));
             i = after;
+            continue;
+        }
+        if signed < i {
+            runs.push((chars[signed].0, stop, Kind::Number));
+            i = end;
             continue;
         }
         let half_day = i >= 2 && matches!((at(i - 2), at(i - 1)), (Some('午'), Some('前' | '後')));
@@ -749,6 +802,32 @@ mod tests {
             ]
         );
         assert_eq!(kinds("2026人"), [("2026".to_string(), Kind::Number)]);
+        // A sign makes a number of any length: the translator drops it. A hyphen after a
+        // letter is no sign.
+        assert_eq!(
+            kinds("気温は-5度、−10度、マイナス3度、-3万円、A-5。"),
+            [
+                ("-5".to_string(), Kind::Number),
+                ("−10".to_string(), Kind::Number),
+                ("マイナス3".to_string(), Kind::Number),
+                ("-3万".to_string(), Kind::Number),
+            ]
+        );
+        let m = ja_en().mask("気温は−5度だ。", |_| false, |c| c != '−');
+        assert_eq!(m.line, "気温は500度だ。");
+        assert_eq!(put_back(&m), [("500", "-5")]);
+        // A translation without a stand-in's word dropped it; the next round takes the
+        // table's next stand-in, and wraps around.
+        let words = |text: &'static str| text.split(' ');
+        assert_eq!(m.dropped(words("It was five degrees .")), 1);
+        assert_eq!(m.dropped(words("It was 500 degrees .")), 0);
+        let m = ja_en()
+            .next_round()
+            .mask("Johnは35度だ。", |_| false, known_char);
+        assert_eq!(m.line, "ナンシーは200度だ。");
+        assert_eq!(m.dropped(words("nancy is 200 .")), 0);
+        let again = ja_en().next_round().next_round();
+        assert_eq!(again.mask("35度", |_| false, known_char).line, "500度");
         // With 万, 億 or 兆 a number runs on to its last part; before a kanji numeral it is
         // left to the model.
         assert_eq!(
@@ -772,6 +851,9 @@ mod tests {
             ("10億", "1 billion"),
             ("2兆", "2 trillion"),
             ("1億2345万6789", "123,456,789"),
+            ("-5", "-5"),
+            ("−3.5", "-3.5"),
+            ("マイナス3万", "-30,000"),
         ] {
             assert_eq!(english_number(run).as_deref(), Some(english), "{run}");
         }

@@ -25,7 +25,9 @@ use fastsoftmax_infer::{log_sum_exp_top_k, Error, Result, TopK, Vocab};
 use serde::{Deserialize, Serialize};
 
 use crate::artifact::Languages;
-use crate::beam::{translation, Beams, Hyp, SearchOptions, Source, Translation};
+use crate::beam::{
+    search_keeping_stand_ins, translation, Beams, Hyp, SearchOptions, Source, Translation,
+};
 use crate::placeholder::Placeholders;
 use crate::tokenizer::{TokenKind, Tokenizer, SUBWORDS_FILE};
 
@@ -766,8 +768,23 @@ impl TransformerTranslator {
 
     /// Beam search over a batch of prepared sources, as [`crate::engine::Translator::search`]:
     /// per-sentence beams that shrink as hypotheses finish, `log p / len^α`, at most
-    /// `2·S + 10` tokens, `<unk>` replaced by the most attended source token.
+    /// `2·S + 10` tokens, `<unk>` replaced by the most attended source token; a line whose
+    /// translation dropped a stand-in is tried once more with others.
     pub fn search(
+        &self,
+        sources: &[Source],
+        opts: &SearchOptions,
+    ) -> Result<Vec<Vec<Translation>>> {
+        search_keeping_stand_ins(
+            sources,
+            &self.tgt_vocab,
+            |s| s.with_next_stand_ins(&self.src_tokenizer, &self.src_vocab),
+            |s| self.search_once(s, opts),
+        )
+    }
+
+    /// [`TransformerTranslator::search`] without the retry.
+    fn search_once(
         &self,
         sources: &[Source],
         opts: &SearchOptions,
