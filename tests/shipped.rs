@@ -256,12 +256,17 @@ fn latin_names_emoji_and_numbers_in_japanese_come_through() {
         "気温は-5度まで下がった。",
         "気温はマイナス5度まで下がった。",
         "気温は35度まで下がった。",
+        "1時間半待った。",
+        "2時間15分勉強した。",
     ]);
     assert!(text[0].contains("iPhone 15"), "{text:?}");
     assert!(text[1].contains("Windows 11"), "{text:?}");
     assert!(text[2].contains("-5 degrees"), "{text:?}");
     assert!(text[3].contains("-5 degrees"), "{text:?}");
     assert!(text[4].contains("35 degrees"), "{text:?}");
+    // Durations it misread ("half an hour", "fifteen minutes").
+    assert!(text[5].contains("1.5 hours"), "{text:?}");
+    assert!(text[6].contains("2 hours and 15 minutes"), "{text:?}");
     let src = engine.source(lines[1], 100);
     assert_eq!(src.masked.placeholders.len(), 1);
     assert_eq!(src.masked.placeholders[0].output, "iPhone");

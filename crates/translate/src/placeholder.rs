@@ -32,7 +32,15 @@
 //! Monday", "by Monday", "Monday is my birthday"): so 月曜日 stands in, and "Monday" comes out
 //! as the date ("November 30, 2026"). A clock time (`8時30分`, `3時半`, `午後3時`) it misreads
 //! too (`7時45分` → "four minutes at seven"), but places noon as times go ("at noon", "by
-//! noon", "the noon train"): so 正午 stands in, written "8:30", "3:30", "3 p.m.".
+//! noon", "the noon train"): so 正午 stands in, written "8:30", "3:30", "3 p.m.". A
+//! duration with a half or minutes (`1時間半` → "half an hour", `2時間15分` → "fifteen
+//! minutes") stands in as 500時間 or 500分, which it writes "500 hours" or "500 minutes", and
+//! the number is written "1.5" or "2 hours and 15" before them. A number with a sign (`-5`,
+//! `−5`, `マイナス5`), whose sign it drops, stands in whatever its length.
+//!
+//! A translation can still drop a stand-in that another comes through in (`35度まで下がった`
+//! → "five degrees" through 500, "35 degrees" through 200): the engines then search the line
+//! once more with each table's next stand-in ([`Placeholders::next_round`]).
 //!
 //! What counts as a Latin run, on the NFKC-normalised line: an ASCII letter, then letters and
 //! digits, with connectors (`-.'&_@/:+#%?=~`) and single spaces inside when a letter follows,
@@ -71,6 +79,10 @@ const JA_EN: Placeholders = Placeholders {
     // Clock times, which it misreads, as noon and midnight (in the right place in 7 of 8
     // sentences tried each).
     times: &[("正午", "noon"), ("真夜中", "midnight")],
+    // Durations, which it misreads (`1時間半` → "half an hour", `2時間15分` → "fifteen
+    // minutes") but copies 500 hours and 500 minutes through (200 in most sentences).
+    hours: &[("500時間", "500"), ("200時間", "200")],
+    minutes: &[("500分", "500"), ("200分", "200")],
     round: 0,
     month_names: &[
         "January",
@@ -101,6 +113,8 @@ pub struct Placeholders {
     months: &'static [StandIn],
     dates: &'static [StandIn],
     times: &'static [StandIn],
+    hours: &'static [StandIn],
+    minutes: &'static [StandIn],
     month_names: &'static [&'static str],
     /// Each table starts at its `round`-th stand-in (wrapping): a retry's second choice.
     round: usize,
@@ -115,6 +129,10 @@ enum Kind {
     Month,
     Date,
     Time,
+    /// `H時間半`, written "H.5" before the translator's "hours".
+    Hours,
+    /// `H時間M分`, written "H hours and M" before its "minutes".
+    Minutes,
 }
 
 /// A run that a stand-in replaced: the target word to look for in the output, and what to
@@ -210,7 +228,7 @@ impl Placeholders {
             table[first..]
                 .iter()
                 .chain(&table[..first])
-                .filter(|(src, _)| !line.contains(src))
+                .filter(|(src, target)| !line.contains(src) && !line.contains(target))
         };
         let (mut names, mut numbers, mut years, mut months, mut dates, mut times) = (
             free(self.names),
@@ -220,8 +238,9 @@ impl Placeholders {
             free(self.dates),
             free(self.times),
         );
+        let (mut hours, mut minutes) = (free(self.hours), free(self.minutes));
         let mut out = String::with_capacity(line.len());
-        let mut placeholders = Vec::new();
+        let mut placeholders: Vec<Placeholder> = Vec::new();
         let mut last = body.start;
         for (a, b, kind) in runs {
             if a < last {
@@ -232,6 +251,7 @@ impl Placeholders {
             let output = match kind {
                 Kind::Month | Kind::Date => self.english_date(run),
                 Kind::Time => english_time(run),
+                Kind::Hours | Kind::Minutes => english_duration(run),
                 Kind::Number => english_number(run),
                 Kind::Name | Kind::Year => Some(run.to_string()),
             };
@@ -245,8 +265,12 @@ impl Placeholders {
                 Kind::Month => &mut months,
                 Kind::Date => &mut dates,
                 Kind::Time => &mut times,
+                Kind::Hours => &mut hours,
+                Kind::Minutes => &mut minutes,
             };
-            let Some(&(src, target)) = table.next() else {
+            // Two tables share a target word (500): one line uses it once.
+            let unused = |(_, target): &&StandIn| placeholders.iter().all(|p| p.target != *target);
+            let Some(&(src, target)) = table.find(unused) else {
                 continue;
             };
             out.push_str(&line[last..a]);
@@ -361,6 +385,18 @@ fn english_number(run: &str) -> Option<String> {
         grouped.push(d);
     }
     Some(grouped)
+}
+
+/// A duration run in English, before the translator's own "hours" or "minutes": `2時間半` →
+/// "2.5", `1時間30分` → "1 hour and 30"; `None` for a minute past 59.
+fn english_duration(run: &str) -> Option<String> {
+    let (hours, rest) = run.split_once("時間")?;
+    if rest == "半" {
+        return Some(format!("{hours}.5"));
+    }
+    let minutes: u32 = rest.strip_suffix('分')?.parse().ok()?;
+    let unit = if hours == "1" { "hour" } else { "hours" };
+    (minutes <= 59).then(|| format!("{hours} {unit} and {minutes}"))
 }
 
 /// A clock time run in English: `8時30分` and `8:30` → "8:30", `8時5分` → "8:05", `3時半` →
@@ -586,6 +622,19 @@ fn number_runs(line: &str) -> Vec<(usize, usize, Kind)> {
             i = end;
             continue;
         }
+        // A duration: `H時間半`, `H時間M分` (an hour count alone, `8時間`, it reads).
+        if plain && at(end) == Some('時') && at(end + 1) == Some('間') {
+            if at(end + 2) == Some('半') {
+                runs.push((chars[i].0, byte(end + 3), Kind::Hours));
+                i = end + 3;
+                continue;
+            }
+            if let Some(m) = short(end + 2).filter(|&m| at(m) == Some('分')) {
+                runs.push((chars[i].0, byte(m + 1), Kind::Minutes));
+                i = m + 1;
+                continue;
+            }
+        }
         let half_day = i >= 2 && matches!((at(i - 2), at(i - 1)), (Some('午'), Some('前' | '後')));
         if let Some(after) = time_end(end, digits, half_day).filter(|_| plain) {
             let start = if half_day { i - 2 } else { i };
@@ -802,6 +851,29 @@ mod tests {
             ]
         );
         assert_eq!(kinds("2026人"), [("2026".to_string(), Kind::Number)]);
+        // Durations with minutes or a half; an hour count alone is a number, or left alone.
+        assert_eq!(
+            kinds("2時間半、1時間30分、8時間、24時間"),
+            [
+                ("2時間半".to_string(), Kind::Hours),
+                ("1時間30分".to_string(), Kind::Minutes),
+                ("24".to_string(), Kind::Number),
+            ]
+        );
+        for (run, english) in [
+            ("2時間半", Some("2.5")),
+            ("1時間30分", Some("1 hour and 30")),
+            ("2時間15分", Some("2 hours and 15")),
+            ("2時間75分", None),
+        ] {
+            assert_eq!(english_duration(run).as_deref(), english, "{run}");
+        }
+        // A target word is used once a line, and not where the line holds it already.
+        let m = ja_en().mask("2時間半と1,700円。", |_| false, known_char);
+        assert_eq!(m.line, "500時間と200円。");
+        assert_eq!(put_back(&m), [("500", "2.5"), ("200", "1,700")]);
+        let m = ja_en().mask("1時間30分と500円。", |r| r == "500", known_char);
+        assert_eq!(m.line, "200分と500円。");
         // A sign makes a number of any length: the translator drops it. A hyphen after a
         // letter is no sign.
         assert_eq!(
