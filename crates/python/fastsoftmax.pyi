@@ -79,6 +79,7 @@ class Translator:
         length_norm: float = 1.0,
         max_source_tokens: int = 250,
         replace_unk: bool = True,
+        block_repeats: bool = False,
     ) -> List[str]:
         """The best translation of each line, decoded as one batch."""
     def translate_n_best(
@@ -89,6 +90,7 @@ class Translator:
         length_norm: float = 1.0,
         max_source_tokens: int = 250,
         replace_unk: bool = True,
+        block_repeats: bool = False,
     ) -> List[List[Translation]]:
         """The n_best best translations of each line, best first."""
 

@@ -189,6 +189,10 @@ typedef struct FsTranslateOptions {
    Replace each `<unk>` by the source word the decoder attended to most.
    */
   bool replace_unk;
+  /*
+   Never the same word twice in a row (a small student loops on a word it is unsure of).
+   */
+  bool block_repeats;
 } FsTranslateOptions;
 
 /*
@@ -415,7 +419,7 @@ int32_t fs_predictor_topk_batch(struct FsPredictor *p,
 
 /*
  The defaults of `fastsoftmax translate`: beam 5, one best, α 1, 250 tokens, `<unk>`
- replaced.
+ replaced, repeats allowed.
  */
 struct FsTranslateOptions fs_translate_options_default(void);
 

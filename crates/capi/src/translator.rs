@@ -38,6 +38,8 @@ pub struct FsTranslateOptions {
     pub max_source_tokens: usize,
     /// Replace each `<unk>` by the source word the decoder attended to most.
     pub replace_unk: bool,
+    /// Never the same word twice in a row (a small student loops on a word it is unsure of).
+    pub block_repeats: bool,
 }
 
 impl From<FsTranslateOptions> for SearchOptions {
@@ -48,12 +50,13 @@ impl From<FsTranslateOptions> for SearchOptions {
             length_norm: o.length_norm,
             max_source_tokens: o.max_source_tokens,
             replace_unk: o.replace_unk,
+            block_repeats: o.block_repeats,
         }
     }
 }
 
 /// The defaults of `fastsoftmax translate`: beam 5, one best, α 1, 250 tokens, `<unk>`
-/// replaced.
+/// replaced, repeats allowed.
 #[no_mangle]
 pub extern "C" fn fs_translate_options_default() -> FsTranslateOptions {
     let d = SearchOptions::default();
@@ -63,6 +66,7 @@ pub extern "C" fn fs_translate_options_default() -> FsTranslateOptions {
         length_norm: d.length_norm,
         max_source_tokens: d.max_source_tokens,
         replace_unk: d.replace_unk,
+        block_repeats: d.block_repeats,
     }
 }
 

@@ -279,7 +279,8 @@ impl Translator {
     }
 
     /// The best translation of each line (one sentence each), decoded as one batch.
-    #[pyo3(signature = (lines, beam = 5, length_norm = 1.0, max_source_tokens = 250, replace_unk = true))]
+    #[pyo3(signature = (lines, beam = 5, length_norm = 1.0, max_source_tokens = 250, replace_unk = true, block_repeats = false))]
+    #[allow(clippy::too_many_arguments)] // Python's keyword arguments
     fn translate(
         &self,
         py: Python<'_>,
@@ -288,6 +289,7 @@ impl Translator {
         length_norm: f32,
         max_source_tokens: usize,
         replace_unk: bool,
+        block_repeats: bool,
     ) -> PyResult<Vec<String>> {
         let opts = SearchOptions {
             beam,
@@ -295,6 +297,7 @@ impl Translator {
             length_norm,
             max_source_tokens,
             replace_unk,
+            block_repeats,
         };
         let all = self.search(py, &lines, &opts)?;
         Ok(all
@@ -304,7 +307,7 @@ impl Translator {
     }
 
     /// The `n_best` best translations of each line, best first.
-    #[pyo3(signature = (lines, n_best, beam = 5, length_norm = 1.0, max_source_tokens = 250, replace_unk = true))]
+    #[pyo3(signature = (lines, n_best, beam = 5, length_norm = 1.0, max_source_tokens = 250, replace_unk = true, block_repeats = false))]
     #[allow(clippy::too_many_arguments)] // Python's keyword arguments
     fn translate_n_best(
         &self,
@@ -315,6 +318,7 @@ impl Translator {
         length_norm: f32,
         max_source_tokens: usize,
         replace_unk: bool,
+        block_repeats: bool,
     ) -> PyResult<Vec<Vec<Translation>>> {
         let opts = SearchOptions {
             beam,
@@ -322,6 +326,7 @@ impl Translator {
             length_norm,
             max_source_tokens,
             replace_unk,
+            block_repeats,
         };
         Ok(self
             .search(py, &lines, &opts)?

@@ -814,7 +814,7 @@ impl TransformerTranslator {
             .iter()
             .map(|&i| self.encode(&sources[i].ids, &mut s))
             .collect();
-        let k = opts.beam;
+        let k = opts.top_k();
         let max_len = memory.iter().map(|m| 2 * m.len + 10).collect();
         let mut beams = Beams::new(max_len, opts, self.tgt_vocab.eos());
         let mut cache: Vec<Vec<(Vec<f32>, Vec<f32>)>> =
