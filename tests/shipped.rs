@@ -267,6 +267,10 @@ fn latin_names_emoji_and_numbers_in_japanese_come_through() {
     // Durations it misread ("half an hour", "fifteen minutes").
     assert!(text[5].contains("1.5 hours"), "{text:?}");
     assert!(text[6].contains("2 hours and 15 minutes"), "{text:?}");
+    // A line of a number or a name alone is written as it is, not made into a sentence
+    // ("123 yen is 123.").
+    let text = translate(&["123", "iPhone 15", "100", "11月30日。"]);
+    assert_eq!(text, ["123", "iPhone 15", "100", "November 30."]);
     let src = engine.source(lines[1], 100);
     assert_eq!(src.masked.placeholders.len(), 1);
     assert_eq!(src.masked.placeholders[0].output, "iPhone");

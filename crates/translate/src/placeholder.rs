@@ -38,6 +38,10 @@
 //! the number is written "1.5" or "2 hours and 15" before them. A number with a sign (`-5`,
 //! `−5`, `マイナス5`), whose sign it drops, stands in whatever its length.
 //!
+//! A line of stand-ins alone (`123`, `iPhone`, `11月30日。`), or of a number the tokenizer
+//! reads as one piece, is no sentence, and the translator makes one up around it ("123 yen is
+//! 123."): it is written as it is, in English where the stand-in has an English form.
+//!
 //! A translation can still drop a stand-in that another comes through in (`35度まで下がった`
 //! → "five degrees" through 500, "35 degrees" through 200): the engines then search the line
 //! once more with each table's next stand-in ([`Placeholders::next_round`]).
@@ -240,6 +244,8 @@ impl Placeholders {
         );
         let (mut hours, mut minutes) = (free(self.hours), free(self.minutes));
         let mut out = String::with_capacity(line.len());
+        // The line without its replaced runs.
+        let mut rest = String::new();
         let mut placeholders: Vec<Placeholder> = Vec::new();
         let mut last = body.start;
         for (a, b, kind) in runs {
@@ -275,16 +281,49 @@ impl Placeholders {
             };
             out.push_str(&line[last..a]);
             out.push_str(src);
+            rest.push_str(&line[last..a]);
             last = b;
             placeholders.push(Placeholder { target, output });
         }
-        out.push_str(&line[last..body.end]);
-        out.push_str(&line[suffix.end..]);
+        for text in [&mut out, &mut rest] {
+            text.push_str(&line[last..body.end]);
+            text.push_str(&line[suffix.end..]);
+        }
+        let (prefix, suffix) = (line[prefix].trim(), line[suffix].trim());
+        // A line of stand-ins alone (`123`, `iPhone 15`, `11月30日。`) is no sentence, and the
+        // translator makes one up around it ("123 yen is 123."): it is written as it is.
+        // So is a number it reads as one piece (`100` → "100 hundred hundred.").
+        let punctuation = |c: char| c.is_whitespace() || "。．.！!？?".contains(c);
+        let number = |t: &str| {
+            t.starts_with(|c: char| c.is_ascii_digit())
+                && t.chars().all(|c| c.is_ascii_digit() || ",.".contains(c))
+        };
+        let words: Vec<&str> = match rest.trim_end_matches(punctuation).trim() {
+            "" => placeholders.iter().map(|p| p.output.as_str()).collect(),
+            alone if placeholders.is_empty() && number(alone) => vec![alone],
+            _ => Vec::new(),
+        };
+        if !words.is_empty() {
+            let mut text = words.join(" ");
+            match rest.trim().chars().last() {
+                // "3 p.m." ends in its own period.
+                Some('。' | '．' | '.') if !text.ends_with('.') => text.push('.'),
+                Some('！' | '!') => text.push('!'),
+                Some('？' | '?') => text.push('?'),
+                _ => {}
+            }
+            return Masked {
+                line: String::new(),
+                placeholders: Vec::new(),
+                prefix: [prefix, text.as_str()].join(" ").trim().to_string(),
+                suffix: suffix.to_string(),
+            };
+        }
         Masked {
             line: out,
             placeholders,
-            prefix: line[prefix].trim().to_string(),
-            suffix: line[suffix].trim().to_string(),
+            prefix: prefix.to_string(),
+            suffix: suffix.to_string(),
         }
     }
 
@@ -874,6 +913,33 @@ mod tests {
         assert_eq!(put_back(&m), [("500", "2.5"), ("200", "1,700")]);
         let m = ja_en().mask("1時間30分と500円。", |r| r == "500", known_char);
         assert_eq!(m.line, "200分と500円。");
+        // A line of stand-ins alone is written as it is, with its final punctuation.
+        let p = ja_en();
+        for (line, written) in [
+            ("123", "123"),
+            ("iPhone 15！", "iPhone 15!"),
+            ("11月30日。", "November 30."),
+            ("😀123", "😀 123"),
+            ("John Mary", "John Mary"),
+            ("午後3時。", "3 p.m."),
+            ("100", "100"),
+            ("1,000.", "1,000."),
+        ] {
+            let m = p.mask(line, |_| false, known_char);
+            assert_eq!(
+                (m.line.as_str(), m.wrap("").as_str()),
+                ("", written),
+                "{line}"
+            );
+        }
+        assert_eq!(p.mask("123です。", |_| false, known_char).line, "500です。");
+        assert_eq!(
+            p.mask("123 100", |r| r == "100", known_char).line,
+            "500 100"
+        );
+        assert_eq!(p.mask("。", |_| false, known_char).line, "。");
+        let known = p.mask("100！", |r| r == "100", known_char);
+        assert_eq!((known.line.as_str(), known.wrap("").as_str()), ("", "100!"));
         // A sign makes a number of any length: the translator drops it. A hyphen after a
         // letter is no sign.
         assert_eq!(
