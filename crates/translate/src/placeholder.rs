@@ -621,9 +621,8 @@ fn number_runs(line: &str) -> Vec<(usize, usize, Kind)> {
         if i >= 1 && matches!(at(i - 1), Some('-' | '−')) && !(i >= 2 && word_at(i - 2)) {
             return i - 1;
         }
-        let minus = i >= 4 && (0..4).all(|k| at(i - 4 + k) == "マイナス".chars().nth(k));
-        if minus {
-            i - 4
+        if line[..chars[i].0].ends_with("マイナス") {
+            i - "マイナス".chars().count()
         } else {
             i
         }
