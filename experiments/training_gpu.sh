@@ -117,6 +117,9 @@ if [ -f gpu/ja-train.txt ]; then
   head -n 500 gpu/ja-train.txt > runs/gpu/ja-eval.txt
   python3 -c "import json; c=json.load(open('experiments/configs/ime-lstm.json')); c['train']['epochs']=1; c['train']['min_count']=1; json.dump(c,open('runs/gpu/ime.json','w'))"
   ours ime-lstm-80 lm runs/gpu/ime.json --train gpu/ja-train.txt --valid runs/gpu/ja-eval.txt --test runs/gpu/ja-eval.txt
+  if [ -n "${BASE:-}" ]; then
+    B=$BASE ours ime-lstm-80-base lm runs/gpu/ime.json --train gpu/ja-train.txt --valid runs/gpu/ja-eval.txt --test runs/gpu/ja-eval.txt
+  fi
 fi
 
 # The tiny translator (bible-tiny: bidirectional GRU encoder on the kernels, input-feeding

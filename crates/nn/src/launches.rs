@@ -50,12 +50,23 @@ pub fn count<R>(f: impl FnOnce() -> R) -> (R, Launches) {
     (out, Launches(counts))
 }
 
-/// What one truncated-BPTT training window issues with `ops` on `device`: forward, backward,
+/// The loss a counted window trains with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WindowLoss {
+    /// The full softmax, fused or composed.
+    Full(Ops),
+    /// The sampled softmax of `samples` words (the recurrent layers fused), its loss fused
+    /// ([`crate::lm::sampled_cross_entropy`]) or composed of burn ops
+    /// ([`crate::lm::sampled_cross_entropy_composed`]).
+    Sampled { samples: usize, composed: bool },
+}
+
+/// What one truncated-BPTT training window issues with `loss` on `device`: forward, backward,
 /// the clipping norm kept on the device, the SGD step, and one read of the loss. The window is
 /// run three times and the third counted, so compilation and autotuning are not.
 pub fn training_window(
     config: &LmConfig,
-    ops: Ops,
+    loss: WindowLoss,
     vocab: usize,
     batch: usize,
     bptt: usize,
@@ -69,18 +80,40 @@ pub fn training_window(
         .collect();
     let x = ids_tensor(&ids[..batch * bptt], batch, bptt, device);
     let y = ids_tensor(&ids[batch..batch * (bptt + 1)], batch, bptt, device);
-    let mut window = |model: crate::LanguageModel| {
+    let counts: Vec<u64> = (0..vocab as u64).map(|w| 1 + vocab as u64 - w).collect();
+    let sampler = Arc::new(crate::fused::Sampler::new(&counts, 0.75));
+    let mut window = |model: crate::LanguageModel, seed: u64| {
         let state = model.initial_state(batch, device);
-        let (loss, _) = model.loss_with(x.clone(), y.clone(), state, ops);
+        let loss = match loss {
+            WindowLoss::Full(ops) => model.loss_with(x.clone(), y.clone(), state, ops).0,
+            WindowLoss::Sampled { samples, composed } => {
+                let negatives = sampler.draw(samples, seed);
+                if composed {
+                    let (h, _) = model.hidden_with(x.clone(), state, Ops::for_device(device));
+                    let (w, b) = model.output_layer();
+                    crate::lm::sampled_cross_entropy_composed(
+                        h.reshape([batch * bptt, config.d_hidden]),
+                        w,
+                        b,
+                        y.clone().reshape([batch * bptt]),
+                        &negatives,
+                    )
+                } else {
+                    model
+                        .loss_sampled(x.clone(), y.clone(), state, &negatives)
+                        .0
+                }
+            }
+        };
         let grads = GradientsParams::from_grads(loss.backward(), &model);
         let scale = crate::train::clip_scale(&model, &grads, 0.25, false);
         let model = crate::train::sgd_step(model, &mut optim, grads, 1.0, scale);
         let _ = loss.into_scalar::<f32>();
         model
     };
-    for _ in 0..2 {
-        model = window(model);
+    for seed in 0..2 {
+        model = window(model, seed);
     }
-    let (_, launches) = count(|| window(model));
+    let (_, launches) = count(|| window(model, 2));
     launches
 }

@@ -445,9 +445,10 @@ impl LanguageModel {
     }
 }
 
-/// The sampled softmax loss (see [`crate::fused::sampled`]): flex's fused op on the CPU, the
-/// composition [`sampled_cross_entropy_composed`] on every other backend. `h [N, H]`,
-/// `w [H, V]`, `b [V]`, `targets [N]` → `[1]`.
+/// The sampled softmax loss (see [`crate::fused::sampled`]): the fused op where it runs
+/// ([`crate::fused::samples_fused`]: flex, and the cubecl devices), the composition
+/// [`sampled_cross_entropy_composed`] elsewhere. `h [N, H]`, `w [H, V]`, `b [V]`,
+/// `targets [N]` → `[1]`.
 pub fn sampled_cross_entropy(
     h: Tensor<2>,
     w: Tensor<2>,
@@ -455,7 +456,7 @@ pub fn sampled_cross_entropy(
     targets: Tensor<1, Int>,
     negatives: &crate::fused::Negatives,
 ) -> Tensor<1> {
-    if crate::fused::on_cpu(&h.device()) {
+    if crate::fused::samples_fused(&h.device()) {
         crate::fused::sampled_softmax_cross_entropy(h, w, b, targets, negatives)
     } else {
         sampled_cross_entropy_composed(h, w, b, targets, negatives)

@@ -446,13 +446,39 @@ fn wgpu_fused_ops_run_without_autodiff() {
 
 type Grads = (Vec<f32>, Vec<f32>, Vec<f32>, Vec<f32>);
 
+/// A sampled softmax fixture: `n` rows of width `d`, a vocabulary of `v`, `samples` drawn.
+/// `tied`: `w` is the transpose of a `[V, D]` leaf, as a tied embedding hands it over.
+#[derive(Clone, Copy)]
+struct SampledCase {
+    n: usize,
+    d: usize,
+    v: usize,
+    samples: usize,
+    tied: bool,
+}
+
+/// Smaller than a cube of threads everywhere, with accidental hits.
+const SMALL: SampledCase = SampledCase {
+    n: 9,
+    d: 5,
+    v: 40,
+    samples: 12,
+    tied: false,
+};
+
 /// The sampled softmax's loss and its gradients of `h`, `w`, `b` on `device`, composed of burn
-/// ops or flex's fused op, on a seeded fixture whose negatives include some rows' targets
-/// (accidental hits).
-fn sampled_run(device: &Device, composed: bool) -> Grads {
+/// ops or the fused op, on a seeded fixture whose negatives include some rows' targets
+/// (accidental hits) and whose rows share targets.
+fn sampled_run(device: &Device, composed: bool, case: SampledCase) -> Grads {
     use fastsoftmax_nn::fused::Sampler;
     use std::sync::Arc;
-    let (n, d, v) = (9, 5, 40);
+    let SampledCase {
+        n,
+        d,
+        v,
+        samples,
+        tied,
+    } = case;
     let leaf = |len, dims: Vec<usize>, seed| {
         Tensor::<2>::from_floats(
             burn::tensor::TensorData::new(seeded_values(len, seed), dims),
@@ -461,31 +487,35 @@ fn sampled_run(device: &Device, composed: bool) -> Grads {
         .require_grad()
     };
     let counts: Vec<u64> = (0..v as u64).map(|i| 1 + (v as u64 - i) * 3).collect();
-    let negatives = Arc::new(Sampler::new(&counts, 0.75)).draw(12, 4);
-    let targets: Vec<u32> = (0..n).map(|i| ((i * 7) % v) as u32).collect();
+    let negatives = Arc::new(Sampler::new(&counts, 0.75)).draw(samples, 4);
+    // Rows in pairs share a target.
+    let targets: Vec<u32> = (0..n).map(|i| ((i / 2 * 7) % v) as u32).collect();
     assert!(
         targets.iter().any(|t| negatives.ids.contains(t)),
         "no accidental hit"
     );
     let h = leaf(n * d, vec![n, d], 31);
-    let w = leaf(d * v, vec![d, v], 32);
+    let w_leaf = if tied {
+        leaf(v * d, vec![v, d], 32)
+    } else {
+        leaf(d * v, vec![d, v], 32)
+    };
+    let w = if tied {
+        w_leaf.clone().transpose()
+    } else {
+        w_leaf.clone()
+    };
     let b = leaf(v, vec![1, v], 33);
     let y = ids_tensor(&targets, 1, n, device).reshape([n]);
     let b1 = b.clone().reshape([v]);
     let loss = if composed {
-        fastsoftmax_nn::lm::sampled_cross_entropy_composed(h.clone(), w.clone(), b1, y, &negatives)
+        fastsoftmax_nn::lm::sampled_cross_entropy_composed(h.clone(), w, b1, y, &negatives)
     } else {
-        fastsoftmax_nn::fused::sampled_softmax_cross_entropy(
-            h.clone(),
-            w.clone(),
-            b1,
-            y,
-            &negatives,
-        )
+        fastsoftmax_nn::fused::sampled_softmax_cross_entropy(h.clone(), w, b1, y, &negatives)
     };
     let grads = loss.backward();
     let g = |t: &Tensor<2>| values(t.grad(&grads).expect("gradient"));
-    (values(loss), g(&h), g(&w), g(&b))
+    (values(loss), g(&h), g(&w_leaf), g(&b))
 }
 
 fn assert_sampled_close(what: &str, got: &Grads, want: &Grads) {
@@ -495,19 +525,21 @@ fn assert_sampled_close(what: &str, got: &Grads, want: &Grads) {
     assert_close(&format!("{what} dL/db"), &got.3, &want.3);
 }
 
-/// The sampled softmax composed of burn ops (what GPU backends train with) against flex's fused
-/// op.
+/// The sampled softmax composed of burn ops (what a backend without the fused op trains with)
+/// against flex's fused op.
 #[test]
 fn composed_sampled_softmax_matches_the_fused_op() {
     let device = Device::flex().autodiff();
     assert_sampled_close(
         "sampled, composed on flex",
-        &sampled_run(&device, true),
-        &sampled_run(&device, false),
+        &sampled_run(&device, true, SMALL),
+        &sampled_run(&device, false, SMALL),
     );
 }
 
-/// On wgpu the sampled softmax is the composition: the same loss and gradients as flex's op.
+/// The CubeCL sampled softmax (its row kernel, its gradient and scatter kernels) against flex's
+/// fused op and against the composition on wgpu itself: the small fixture, a tied `w`, and one
+/// with more rows, more width and more samples than a cube has threads (256).
 #[cfg(feature = "wgpu")]
 #[test]
 fn wgpu_sampled_softmax_matches_the_fused_op() {
@@ -515,9 +547,30 @@ fn wgpu_sampled_softmax_matches_the_fused_op() {
         return;
     };
     let wgpu = wgpu.autodiff();
-    assert_sampled_close(
-        "sampled on wgpu",
-        &sampled_run(&wgpu, true),
-        &sampled_run(&Device::flex().autodiff(), false),
-    );
+    let flex = Device::flex().autodiff();
+    assert!(fastsoftmax_nn::fused::samples_fused(&wgpu));
+    let large = SampledCase {
+        n: 270,
+        d: 260,
+        v: 1200,
+        samples: 300,
+        tied: false,
+    };
+    let tied = SampledCase {
+        tied: true,
+        ..SMALL
+    };
+    for (name, case) in [("small", SMALL), ("tied", tied), ("large", large)] {
+        let fused = sampled_run(&wgpu, false, case);
+        assert_sampled_close(
+            &format!("sampled {name}, wgpu against flex"),
+            &fused,
+            &sampled_run(&flex, false, case),
+        );
+        assert_sampled_close(
+            &format!("sampled {name}, wgpu fused against composed"),
+            &fused,
+            &sampled_run(&wgpu, true, case),
+        );
+    }
 }

@@ -5,7 +5,7 @@
 #![cfg(feature = "wgpu")]
 
 use fastsoftmax_infer::model::artifact::Cell;
-use fastsoftmax_nn::launches::training_window;
+use fastsoftmax_nn::launches::{training_window, WindowLoss};
 use fastsoftmax_nn::lm::Ops;
 use fastsoftmax_nn::LmConfig;
 
@@ -32,8 +32,9 @@ fn check(cell: Cell) {
         init_range: 0.1,
     };
     let (vocab, batch, bptt) = (300, 4, 20);
-    let fused = training_window(&config, Ops::Fused, vocab, batch, bptt, &device);
-    let composed = training_window(&config, Ops::Composed, vocab, batch, bptt, &device);
+    let window = |loss| training_window(&config, loss, vocab, batch, bptt, &device);
+    let fused = window(WindowLoss::Full(Ops::Fused));
+    let composed = window(WindowLoss::Full(Ops::Composed));
     let per_step = |n: usize| n as f64 / bptt as f64;
     eprintln!(
         "{cell:?} launches per window: fused {} ({:.2} per step), composed {} ({:.2} per step)",
@@ -52,5 +53,27 @@ fn check(cell: Cell) {
     assert!(
         composed.total() > 2 * fused.total(),
         "{composed:?} vs {fused:?}"
+    );
+
+    // The sampled softmax (the IME recipe's loss) on its kernels, against its composition.
+    let sampled = |composed| {
+        window(WindowLoss::Sampled {
+            samples: 64,
+            composed,
+        })
+    };
+    let (fused_sampled, composed_sampled) = (sampled(false), sampled(true));
+    eprintln!(
+        "{cell:?} sampled softmax launches per window: fused {} ({:.2} per step), composed {} \
+         ({:.2} per step)",
+        fused_sampled.total(),
+        per_step(fused_sampled.total()),
+        composed_sampled.total(),
+        per_step(composed_sampled.total()),
+    );
+    assert!(per_step(fused_sampled.total()) <= 12.0, "{fused_sampled:?}");
+    assert!(
+        fused_sampled.total() < composed_sampled.total(),
+        "{fused_sampled:?} vs {composed_sampled:?}"
     );
 }

@@ -16,10 +16,10 @@ use burn::backend::autodiff::ops::{Backward, Ops, OpsKind};
 use burn::backend::autodiff::{Autodiff, NodeId};
 use burn::backend::cubecl::dtype_to_storage_type;
 use burn::backend::fusion::custom::TensorSpec;
-use burn::backend::ops::FloatTensorOps;
+use burn::backend::ops::{FloatTensorOps, IntTensorOps};
 use burn::backend::tensor::{FloatTensor, IntTensor};
-use burn::backend::{backend_extension, Backend, Cube};
-use burn::tensor::Shape;
+use burn::backend::{backend_extension, Backend, Cube, FloatDType, TensorMetadata};
+use burn::tensor::{Shape, TensorData};
 use burn_cubecl::kernel::into_contiguous;
 use burn_cubecl::ops::numeric::empty_device_contiguous_dtype;
 use burn_cubecl::tensor::CubeTensor;
@@ -28,12 +28,12 @@ use cubecl::prelude::*;
 use fastsoftmax_infer::model::artifact::Cell;
 
 use super::cube_kernels as k;
-use super::{LossOps, RecurrentOps};
+use super::{LossOps, Negatives, RecurrentOps};
 
 /// The kernels as one extension op each; [`RecurrentOps`] and [`LossOps`] for `Autodiff<Cube>`
 /// compose them.
 #[backend_extension(Cube, Fusion)]
-#[allow(clippy::type_complexity)]
+#[allow(clippy::type_complexity, clippy::too_many_arguments)]
 pub trait CubeKernels: Backend {
     /// `(xp [B,T,4H], w_hh [H,4H], b_hh [4H], h0, c0 [B,H])` → `(out [B,T+1,H], gates [B,T,4H],
     /// cells [B,T,H], hprev [B,T,H])`; see [`k::lstm_forward_kernel`].
@@ -122,6 +122,74 @@ pub trait CubeKernels: Backend {
         targets: IntTensor<Self>,
         alpha: f32,
     ) -> (FloatTensor<Self>, FloatTensor<Self>, FloatTensor<Self>);
+
+    /// `(h [N,H], w [H,V], b [V], targets [N], negatives [S], log_e [V])` → `(loss [1],
+    /// z [N,S], z_target [N], log_z [N], w_neg [H,S])`: the mean sampled softmax loss, with
+    /// `log_e` the log-Q correction of every word; see [`k::sampled_rows_kernel`].
+    #[fusion(meta = sampled_forward_meta)]
+    fn sampled_forward(
+        h: FloatTensor<Self>,
+        w: FloatTensor<Self>,
+        b: FloatTensor<Self>,
+        targets: IntTensor<Self>,
+        negatives: IntTensor<Self>,
+        log_e: FloatTensor<Self>,
+    ) -> (
+        FloatTensor<Self>,
+        FloatTensor<Self>,
+        FloatTensor<Self>,
+        FloatTensor<Self>,
+        FloatTensor<Self>,
+    );
+
+    /// `(dloss [1], z, z_target, log_z, h, w, w_neg, targets, negatives)` → `(dh [N,H],
+    /// dw [H,V], db [V])`.
+    #[fusion(meta = sampled_backward_meta)]
+    fn sampled_backward(
+        dloss: FloatTensor<Self>,
+        z: FloatTensor<Self>,
+        z_target: FloatTensor<Self>,
+        log_z: FloatTensor<Self>,
+        h: FloatTensor<Self>,
+        w: FloatTensor<Self>,
+        w_neg: FloatTensor<Self>,
+        targets: IntTensor<Self>,
+        negatives: IntTensor<Self>,
+    ) -> (FloatTensor<Self>, FloatTensor<Self>, FloatTensor<Self>);
+}
+
+fn sampled_forward_meta(
+    h: &TensorSpec,
+    _w: &TensorSpec,
+    _b: &TensorSpec,
+    _targets: &TensorSpec,
+    negatives: &TensorSpec,
+    _log_e: &TensorSpec,
+) -> (TensorSpec, TensorSpec, TensorSpec, TensorSpec, TensorSpec) {
+    let (n, d, s) = (h.shape[0], h.shape[1], negatives.shape[0]);
+    (
+        spec(h, &[1]),
+        spec(h, &[n, s]),
+        spec(h, &[n]),
+        spec(h, &[n]),
+        spec(h, &[d, s]),
+    )
+}
+
+#[allow(clippy::too_many_arguments)]
+fn sampled_backward_meta(
+    _dloss: &TensorSpec,
+    _z: &TensorSpec,
+    _z_target: &TensorSpec,
+    _log_z: &TensorSpec,
+    h: &TensorSpec,
+    w: &TensorSpec,
+    _w_neg: &TensorSpec,
+    _targets: &TensorSpec,
+    _negatives: &TensorSpec,
+) -> (TensorSpec, TensorSpec, TensorSpec) {
+    let (n, d, v) = (h.shape[0], h.shape[1], w.shape[1]);
+    (spec(h, &[n, d]), spec(w, &[d, v]), spec(w, &[v]))
 }
 
 fn xent_forward_meta(
@@ -317,6 +385,23 @@ fn empty(like: &CubeTensor, dims: &[usize]) -> CubeTensor {
         Shape::from(dims.to_vec()),
         like.dtype,
     )
+}
+
+/// Threads of a cube that runs one row of a loss (a power of two, for the tree reductions).
+const ROW_THREADS: usize = 256;
+
+/// The launch of an element-wise kernel over `units` elements on `like`'s device.
+fn elementwise(like: &CubeTensor, units: usize) -> (CubeCount, CubeDim) {
+    let cube_dim = CubeDim::new(&like.client, units);
+    let count = cubecl::calculate_cube_count_elemwise(&like.client, units, cube_dim);
+    (count, cube_dim)
+}
+
+/// The mean of the per-row losses `[N]` → `[1]`.
+fn mean_of_rows(rows: CubeTensor) -> CubeTensor {
+    type B = CubeBackend;
+    let n = rows.meta.shape()[0];
+    B::float_div_scalar(B::float_sum(rows), (n.max(1) as f32).into())
 }
 
 /// `Σ_rows a_rowᵀ b_row` over `[B, T, ·]` windows: `a [B,T,H]`, `b [B,T,G]` → `[H, G]`, and the
@@ -536,25 +621,23 @@ impl CubeKernels for CubeBackend {
         let [b, targets] = [b, targets].map(into_contiguous);
         let log_z = empty(&logits, &[n]);
         let rows = empty(&logits, &[n]);
-        const THREADS: usize = 256;
         k::xent_rows_kernel::launch(
             &logits.client.clone(),
             CubeCount::Static(n as u32, 1, 1),
-            CubeDim::new_1d(THREADS as u32),
+            CubeDim::new_1d(ROW_THREADS as u32),
             logits.clone().into_tensor_arg(),
             b.into_tensor_arg(),
             targets.clone().into_tensor_arg(),
             log_z.clone().into_tensor_arg(),
             rows.clone().into_tensor_arg(),
             alpha,
-            THREADS,
+            ROW_THREADS,
             [
                 dtype_to_storage_type(logits.dtype),
                 dtype_to_storage_type(targets.dtype),
             ],
         );
-        let loss = B::float_div_scalar(B::float_sum(rows), (n.max(1) as f32).into());
-        (loss, logits, log_z)
+        (mean_of_rows(rows), logits, log_z)
     }
 
     fn xent_backward(
@@ -570,8 +653,7 @@ impl CubeKernels for CubeBackend {
         let [dloss, targets] = [dloss, targets].map(into_contiguous);
         let [n, v] = logits.meta.shape().dims::<2>();
         let grad = empty(&logits, &[n, v]);
-        let cube_dim = CubeDim::new(&logits.client, n * v);
-        let count = cubecl::calculate_cube_count_elemwise(&logits.client, n * v, cube_dim);
+        let (count, cube_dim) = elementwise(&logits, n * v);
         k::xent_grad_kernel::launch(
             &logits.client.clone(),
             count,
@@ -590,6 +672,124 @@ impl CubeKernels for CubeBackend {
         let dh = split_k_product(grad.clone(), w, xent_split());
         let dw = B::float_matmul(B::float_transpose(h), grad.clone());
         let db = B::float_reshape(B::float_sum_dim(grad, 0), Shape::new([v]));
+        (dh, dw, db)
+    }
+
+    fn sampled_forward(
+        h: CubeTensor,
+        w: CubeTensor,
+        b: CubeTensor,
+        targets: CubeTensor,
+        negatives: CubeTensor,
+        log_e: CubeTensor,
+    ) -> (CubeTensor, CubeTensor, CubeTensor, CubeTensor, CubeTensor) {
+        type B = CubeBackend;
+        let n = h.meta.shape()[0];
+        // b − log E [V], W's sampled columns [H, S], and their logits h·W_neg [N, S], which the
+        // row kernel completes in place.
+        let offset = into_contiguous(B::float_sub(b, log_e));
+        let w_neg = into_contiguous(B::float_select(w.clone(), 1, negatives.clone()));
+        let h = into_contiguous(h);
+        let z = into_contiguous(B::float_matmul(h.clone(), w_neg.clone()));
+        let [targets, negatives] = [targets, negatives].map(into_contiguous);
+        let z_target = empty(&z, &[n]);
+        let log_z = empty(&z, &[n]);
+        let rows = empty(&z, &[n]);
+        k::sampled_rows_kernel::launch(
+            &z.client.clone(),
+            CubeCount::Static(n as u32, 1, 1),
+            CubeDim::new_1d(ROW_THREADS as u32),
+            z.clone().into_tensor_arg(),
+            h.into_tensor_arg(),
+            w.into_tensor_arg(),
+            offset.into_tensor_arg(),
+            negatives.into_tensor_arg(),
+            targets.clone().into_tensor_arg(),
+            z_target.clone().into_tensor_arg(),
+            log_z.clone().into_tensor_arg(),
+            rows.clone().into_tensor_arg(),
+            ROW_THREADS,
+            [
+                dtype_to_storage_type(z.dtype),
+                dtype_to_storage_type(targets.dtype),
+            ],
+        );
+        (mean_of_rows(rows), z, z_target, log_z, w_neg)
+    }
+
+    fn sampled_backward(
+        dloss: CubeTensor,
+        z: CubeTensor,
+        z_target: CubeTensor,
+        log_z: CubeTensor,
+        h: CubeTensor,
+        w: CubeTensor,
+        w_neg: CubeTensor,
+        targets: CubeTensor,
+        negatives: CubeTensor,
+    ) -> (CubeTensor, CubeTensor, CubeTensor) {
+        type B = CubeBackend;
+        let [dloss, h, targets, negatives] = [dloss, h, targets, negatives].map(into_contiguous);
+        let [n, s] = z.meta.shape().dims::<2>();
+        let [d, v] = w.meta.shape().dims::<2>();
+        let (float, int) = (
+            dtype_to_storage_type(z.dtype),
+            dtype_to_storage_type(targets.dtype),
+        );
+        let client = z.client.clone();
+
+        let dz = empty(&z, &[n, s]);
+        let dz_target = empty(&z, &[n]);
+        let (count, cube_dim) = elementwise(&z, n * s);
+        k::sampled_grad_kernel::launch(
+            &client,
+            count,
+            cube_dim,
+            z.into_tensor_arg(),
+            z_target.into_tensor_arg(),
+            log_z.into_tensor_arg(),
+            dloss.into_tensor_arg(),
+            dz.clone().into_tensor_arg(),
+            dz_target.clone().into_tensor_arg(),
+            float,
+        );
+
+        // dh = dz·W_negᵀ, then each row's target column.
+        let dh = into_contiguous(B::float_matmul(dz.clone(), B::float_transpose(w_neg)));
+        let (count, cube_dim) = elementwise(&dh, n * d);
+        k::sampled_target_rows_kernel::launch(
+            &client,
+            count,
+            cube_dim,
+            dh.clone().into_tensor_arg(),
+            dz_target.clone().into_tensor_arg(),
+            w.into_tensor_arg(),
+            targets.clone().into_tensor_arg(),
+            [float, int],
+        );
+
+        // The sampled columns' gradients hᵀ·dz [H, S] and Σ_rows dz [S], then everything added
+        // into the dense dW and db.
+        let g_neg = into_contiguous(B::float_matmul(B::float_transpose(h.clone()), dz.clone()));
+        let db_neg = into_contiguous(B::float_sum_dim(dz, 0));
+        let dtype = FloatDType::from(dh.dtype);
+        let dw = B::float_zeros(Shape::new([d, v]), &dh.device, dtype);
+        let db = B::float_zeros(Shape::new([v]), &dh.device, dtype);
+        let (count, cube_dim) = elementwise(&dh, (d + 1) * (s + n));
+        k::sampled_scatter_kernel::launch(
+            &client,
+            count,
+            cube_dim,
+            g_neg.into_tensor_arg(),
+            db_neg.into_tensor_arg(),
+            h.into_tensor_arg(),
+            dz_target.into_tensor_arg(),
+            negatives.into_tensor_arg(),
+            targets.into_tensor_arg(),
+            dw.clone().into_tensor_arg(),
+            db.clone().into_tensor_arg(),
+            [float, int],
+        );
         (dh, dw, db)
     }
 }
@@ -747,6 +947,49 @@ impl LossOps for Cube {
     ) -> FloatTensor<Self> {
         Cube::xent_forward(h, w, b, targets, alpha).0
     }
+
+    fn sampled_xent(
+        h: FloatTensor<Self>,
+        w: FloatTensor<Self>,
+        b: FloatTensor<Self>,
+        targets: IntTensor<Self>,
+        negatives: Negatives,
+    ) -> FloatTensor<Self> {
+        let (ids, log_e) = sampled_inputs(&h, &w, &targets, &negatives);
+        Cube::sampled_forward(h, w, b, targets, ids, log_e).0
+    }
+}
+
+/// The window's sampled ids `[S]` (in `targets`' int type) and the log-Q correction of every
+/// word `[V]` on `h`'s device, from the host's [`Negatives`]: the ids alone decide them, so
+/// nothing is read back.
+fn sampled_inputs(
+    h: &FloatTensor<Cube>,
+    w: &FloatTensor<Cube>,
+    targets: &IntTensor<Cube>,
+    negatives: &Negatives,
+) -> (IntTensor<Cube>, FloatTensor<Cube>) {
+    let vocab = w.shape()[1];
+    assert_eq!(
+        negatives.sampler.vocab_size(),
+        vocab,
+        "the sampler's vocabulary is not W's"
+    );
+    assert!(
+        !negatives.ids.is_empty(),
+        "the sampled softmax drew no words"
+    );
+    let device = h.device();
+    let ids: Vec<i64> = negatives.ids.iter().map(|&j| j as i64).collect();
+    let ids = TensorData::new(ids, [negatives.ids.len()]).convert_dtype(targets.dtype());
+    let log_e: Vec<f32> = (0..vocab as u32)
+        .map(|j| negatives.sampler.log_expected(j, negatives.tries))
+        .collect();
+    let log_e = TensorData::new(log_e, [vocab]).convert_dtype(h.dtype());
+    (
+        Cube::int_from_data(ids, &device),
+        Cube::float_from_data(log_e, &device),
+    )
 }
 
 impl<C: CheckpointStrategy> LossOps for Autodiff<Cube, C> {
@@ -782,6 +1025,52 @@ impl<C: CheckpointStrategy> LossOps for Autodiff<Cube, C> {
             )),
         }
     }
+
+    fn sampled_xent(
+        h: FloatTensor<Self>,
+        w: FloatTensor<Self>,
+        b: FloatTensor<Self>,
+        targets: IntTensor<Self>,
+        negatives: Negatives,
+    ) -> FloatTensor<Self> {
+        let nodes = [h.node(), w.node(), b.node()];
+        match SampledBackward
+            .prepare::<C>(nodes)
+            .compute_bound()
+            .stateful()
+        {
+            OpsKind::Tracked(prep) => {
+                let [h, w, b] = [h, w, b].map(|t| t.into_primitive());
+                let (ids, log_e) = sampled_inputs(&h, &w, &targets, &negatives);
+                let (loss, z, z_target, log_z, w_neg) = Cube::sampled_forward(
+                    h.clone(),
+                    w.clone(),
+                    b,
+                    targets.clone(),
+                    ids.clone(),
+                    log_e,
+                );
+                let state = SampledState {
+                    z,
+                    z_target,
+                    log_z,
+                    h,
+                    w,
+                    w_neg,
+                    targets,
+                    negatives: ids,
+                };
+                prep.finish(state, loss)
+            }
+            OpsKind::UnTracked(prep) => prep.finish(Cube::sampled_xent(
+                h.into_primitive(),
+                w.into_primitive(),
+                b.into_primitive(),
+                targets,
+                negatives,
+            )),
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -806,6 +1095,45 @@ impl Backward<Cube, 3> for XentBackward {
         let s = ops.state;
         let (dh, dw, db) =
             Cube::xent_backward(dloss, s.logits, s.log_z, s.h, s.w, s.targets, s.alpha);
+        for (id, g) in [(h, dh), (w, dw), (b, db)] {
+            register(grads, id, g);
+        }
+    }
+}
+
+#[derive(Debug)]
+struct SampledBackward;
+
+#[derive(Debug, Clone)]
+struct SampledState {
+    z: FloatTensor<Cube>,
+    z_target: FloatTensor<Cube>,
+    log_z: FloatTensor<Cube>,
+    h: FloatTensor<Cube>,
+    w: FloatTensor<Cube>,
+    w_neg: FloatTensor<Cube>,
+    targets: IntTensor<Cube>,
+    negatives: IntTensor<Cube>,
+}
+
+impl Backward<Cube, 3> for SampledBackward {
+    type State = SampledState;
+
+    fn backward(self, ops: Ops<SampledState, 3>, grads: &mut Gradients, _: &mut Checkpointer) {
+        let [h, w, b] = ops.parents.map(|p| p.map(|node| node.id));
+        let dloss = grads.consume::<Cube>(&ops.node);
+        let s = ops.state;
+        let (dh, dw, db) = Cube::sampled_backward(
+            dloss,
+            s.z,
+            s.z_target,
+            s.log_z,
+            s.h,
+            s.w,
+            s.w_neg,
+            s.targets,
+            s.negatives,
+        );
         for (id, g) in [(h, dh), (w, dw), (b, db)] {
             register(grads, id, g);
         }

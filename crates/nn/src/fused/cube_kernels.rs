@@ -517,3 +517,170 @@ pub fn xent_grad_kernel<F: Float, I: Int>(
     }
     grad[pos] = g * dloss[0] / F::cast_from(rows as u32);
 }
+
+/// The sampled softmax's loss per row (see [`super::sampled`]); cube `n` runs row `n`.
+/// `z [N, S]` arrives as `h·W_neg`: the kernel adds each sampled word's offset
+/// `offset[negatives[j]]` (`b − log E`) in place and pushes an accidental hit
+/// (`negatives[j] = target`) out of the row as `−3e38`, whose exponential is 0, so the backward
+/// reads the row as it is. The target's logit `z_t = h_n · W[:, target] + offset[target]` is
+/// summed by the cube from `h [N, H]` (contiguous) and `w [H, V]` (any strides: a tied
+/// embedding's transpose is read as it lies). Writes `z_target [N]`, `log_z [N]` (over the
+/// target and the sampled words) and `loss [N]` = `log Z − z_t`. `threads` is the cube's size,
+/// a power of two.
+#[cube(launch)]
+pub fn sampled_rows_kernel<F: Float, I: Int>(
+    z: &mut Tensor<F>,
+    h: &Tensor<F>,
+    w: &Tensor<F>,
+    offset: &Tensor<F>,
+    negatives: &Tensor<I>,
+    targets: &Tensor<I>,
+    z_target: &mut Tensor<F>,
+    log_z: &mut Tensor<F>,
+    loss: &mut Tensor<F>,
+    #[comptime] threads: usize,
+    #[define(F, I)] _dtypes: [ElemType; 2],
+) {
+    let n = CUBE_POS_X as usize;
+    let tid = UNIT_POS_X as usize;
+    let step = CUBE_DIM_X as usize;
+    let samples = z.shape(1);
+    let hidden = h.shape(1);
+    let row = n * samples;
+    let target = u32::cast_from(targets[n]) as usize;
+    let mut scratch = Shared::<[F]>::new_slice(threads);
+
+    let mut local = F::new(0.0);
+    let mut k = tid;
+    while k < hidden {
+        local += h[n * hidden + k] * w[k * w.stride(0) + target * w.stride(1)];
+        k += step;
+    }
+    let zt = cube_reduce::<F>(local, &mut scratch, false) + offset[target];
+
+    // Every thread starts its max from z_t, so the row's max covers the target too.
+    let mut local = zt;
+    let mut j = tid;
+    while j < samples {
+        let id = u32::cast_from(negatives[j]) as usize;
+        let mut zj = z[row + j] + offset[id];
+        if id == target {
+            zj = F::new(-3.0e38);
+        }
+        z[row + j] = zj;
+        if zj > local {
+            local = zj;
+        }
+        j += step;
+    }
+    let max = cube_reduce::<F>(local, &mut scratch, true);
+    let mut local = F::new(0.0);
+    let mut j = tid;
+    while j < samples {
+        local += F::exp(z[row + j] - max);
+        j += step;
+    }
+    let sum = cube_reduce::<F>(local, &mut scratch, false) + F::exp(zt - max);
+    if tid == 0 {
+        let lz = max + F::ln(sum);
+        z_target[n] = zt;
+        log_z[n] = lz;
+        loss[n] = lz - zt;
+    }
+}
+
+/// The gradient of [`sampled_rows_kernel`]'s mean loss with respect to its logits, one unit
+/// per element of `z [N, S]`: `dz = dloss[0] / N · exp(z − log Z)` (0 at an accidental hit), and
+/// the first unit of each row writes the target's, `dz_target [N]` =
+/// `dloss[0] / N · (exp(z_t − log Z) − 1)`.
+#[cube(launch)]
+pub fn sampled_grad_kernel<F: Float>(
+    z: &Tensor<F>,
+    z_target: &Tensor<F>,
+    log_z: &Tensor<F>,
+    dloss: &Tensor<F>,
+    dz: &mut Tensor<F>,
+    dz_target: &mut Tensor<F>,
+    #[define(F)] _dtype: ElemType,
+) {
+    let pos = ABSOLUTE_POS;
+    let rows = log_z.shape(0);
+    let samples = z.shape(1);
+    if pos >= rows * samples {
+        terminate!();
+    }
+    let n = pos / samples;
+    let lz = log_z[n];
+    let scale = dloss[0] / F::cast_from(rows as u32);
+    dz[pos] = F::exp(z[pos] - lz) * scale;
+    if pos == n * samples {
+        dz_target[n] = (F::exp(z_target[n] - lz) - F::new(1.0)) * scale;
+    }
+}
+
+/// `dh[n, :] += dz_target[n] · W[:, target_n]`: the target's share of the sampled softmax's
+/// `dh [N, H]` (contiguous), one unit per element; `w [H, V]` read through its strides.
+#[cube(launch)]
+pub fn sampled_target_rows_kernel<F: Float, I: Int>(
+    dh: &mut Tensor<F>,
+    dz_target: &Tensor<F>,
+    w: &Tensor<F>,
+    targets: &Tensor<I>,
+    #[define(F, I)] _dtypes: [ElemType; 2],
+) {
+    let pos = ABSOLUTE_POS;
+    let rows = dh.shape(0);
+    let hidden = dh.shape(1);
+    if pos >= rows * hidden {
+        terminate!();
+    }
+    let n = pos / hidden;
+    let k = pos % hidden;
+    let target = u32::cast_from(targets[n]) as usize;
+    dh[pos] += dz_target[n] * w[k * w.stride(0) + target * w.stride(1)];
+}
+
+/// The sampled softmax's weight and bias gradients added into `dw [H, V]` and `db [V]`
+/// (contiguous, zero on entry): column `negatives[j]` takes `g_neg[:, j]` (`hᵀ·dz`, `[H, S]`)
+/// and `db_neg[j]` (the column sums of `dz`), and row `n`'s target column takes
+/// `dz_target[n] · h[n, :]` and `dz_target[n]`. One unit per (row of `dw` or `db`, entry):
+/// `(H + 1)·(S + N)` units. The adds are atomic: rows share targets, and a target can be a
+/// sampled word.
+#[cube(launch)]
+pub fn sampled_scatter_kernel<F: Float, I: Int>(
+    g_neg: &Tensor<F>,
+    db_neg: &Tensor<F>,
+    h: &Tensor<F>,
+    dz_target: &Tensor<F>,
+    negatives: &Tensor<I>,
+    targets: &Tensor<I>,
+    dw: &mut Tensor<Atomic<F>>,
+    db: &mut Tensor<Atomic<F>>,
+    #[define(F, I)] _dtypes: [ElemType; 2],
+) {
+    let pos = ABSOLUTE_POS;
+    let hidden = h.shape(1);
+    let samples = negatives.shape(0);
+    let entries = samples + targets.shape(0);
+    if pos >= (hidden + 1) * entries {
+        terminate!();
+    }
+    let k = pos / entries;
+    let e = pos % entries;
+    if e < samples {
+        let id = u32::cast_from(negatives[e]) as usize;
+        if k < hidden {
+            dw[k * dw.stride(0) + id].fetch_add(g_neg[k * samples + e]);
+        } else {
+            db[id].fetch_add(db_neg[e]);
+        }
+    } else {
+        let n = e - samples;
+        let id = u32::cast_from(targets[n]) as usize;
+        if k < hidden {
+            dw[k * dw.stride(0) + id].fetch_add(dz_target[n] * h[n * hidden + k]);
+        } else {
+            db[id].fetch_add(dz_target[n]);
+        }
+    }
+}

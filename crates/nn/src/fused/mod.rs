@@ -20,9 +20,10 @@
 //! - [`sampled`]: the sampled softmax (large-vocabulary training) kernels.
 //! - [`vector`]: the element-wise and reduction loops they share.
 //! - [`dropout()`]: dropout with its mask drawn in parallel from a hash on the CPU.
-//! - `cube` (cargo feature `wgpu`): the recurrent windows and the output layer's loss on burn's
-//!   GPU backends as CubeCL kernels with their backwards ([`RecurrentOps`] and [`LossOps`] are
-//!   the extensions flex and cubecl both implement; [`FusedOps`] is flex's alone).
+//! - `cube` (cargo feature `wgpu`): the recurrent windows and the output layer's losses (full
+//!   and sampled softmax) on burn's GPU backends as CubeCL kernels with their backwards
+//!   ([`RecurrentOps`] and [`LossOps`] are the extensions flex and cubecl both implement;
+//!   [`FusedOps`] is flex's alone).
 
 #[cfg(feature = "wgpu")]
 pub mod cube;
@@ -94,8 +95,28 @@ pub fn window_fits(device: &Device, cell: Cell, hidden: usize) -> bool {
     }
 }
 
-/// True on burn's `flex` backend: the CPU, where the ops of [`FusedOps`] (the sampled softmax,
-/// the one-pass clipping norm) run and reading a scalar back costs nothing.
+/// True when `device` runs [`sampled_softmax_cross_entropy`]: flex, and the cubecl devices that
+/// add f32 atomically (the backward adds each row's target column into the weight gradient so;
+/// rows share targets). Elsewhere [`crate::lm::sampled_cross_entropy_composed`] stands in.
+pub fn samples_fused(device: &Device) -> bool {
+    match device.clone().inner().as_dispatch() {
+        DispatchDevice::Flex(_) => true,
+        #[cfg(feature = "wgpu")]
+        DispatchDevice::Cube(cube) => {
+            use cubecl::features::AtomicUsage;
+            use cubecl::ir::{ElemType, FloatKind, Type};
+            cube.client()
+                .properties()
+                .atomic_type_usage(Type::atomic(ElemType::Float(FloatKind::F32)))
+                .contains(AtomicUsage::Add)
+        }
+        #[allow(unreachable_patterns)]
+        _ => false,
+    }
+}
+
+/// True on burn's `flex` backend: the CPU, where the op of [`FusedOps`] (the one-pass clipping
+/// norm) runs and reading a scalar back costs nothing.
 pub fn on_cpu(device: &Device) -> bool {
     matches!(
         device.clone().inner().as_dispatch(),
@@ -220,7 +241,7 @@ pub fn sampled_softmax_cross_entropy(
     targets: Tensor<1, Int>,
     negatives: &Negatives,
 ) -> Tensor<1> {
-    Tensor::from_dispatch(<Dispatch as FusedOps>::sampled_xent(
+    Tensor::from_dispatch(<Dispatch as LossOps>::sampled_xent(
         h.into_dispatch(),
         w.into_dispatch(),
         b.into_dispatch(),
@@ -260,8 +281,9 @@ pub trait RecurrentOps: Backend {
     ) -> FloatTensor<Self>;
 }
 
-/// The output layer with its softmax cross-entropy as a burn backend extension: flex's loops
-/// ([`xent`]) and, with the cargo feature `wgpu`, the CubeCL kernels of [`cube`].
+/// The output layer with its softmax cross-entropy, full or sampled, as a burn backend
+/// extension: flex's loops ([`xent`], [`sampled`]) and, with the cargo feature `wgpu`, the CubeCL
+/// kernels of [`cube`].
 #[backend_extension(Flex, Cube: cfg(feature = "wgpu"), Autodiff)]
 pub trait LossOps: Backend {
     /// See [`self_normalised_cross_entropy`].
@@ -272,12 +294,6 @@ pub trait LossOps: Backend {
         targets: IntTensor<Self>,
         alpha: f32,
     ) -> FloatTensor<Self>;
-}
-
-/// The ops that run on the CPU only: the sampled softmax and the clipping norm (flex, with and
-/// without autodiff).
-#[backend_extension(Flex, Autodiff)]
-pub trait FusedOps: Backend {
     /// See [`sampled_softmax_cross_entropy`].
     fn sampled_xent(
         h: FloatTensor<Self>,
@@ -286,6 +302,12 @@ pub trait FusedOps: Backend {
         targets: IntTensor<Self>,
         negatives: Negatives,
     ) -> FloatTensor<Self>;
+}
+
+/// The op that runs on the CPU only: the clipping norm read to the host (flex, with and without
+/// autodiff; on a GPU the norm stays a tensor, `train::clip_scale`).
+#[backend_extension(Flex, Autodiff)]
+pub trait FusedOps: Backend {
     /// See [`sum_of_squares`]; returns `[1]`.
     fn sum_squares(x: FloatTensor<Self>) -> FloatTensor<Self>;
 }
@@ -323,9 +345,7 @@ impl LossOps for Flex {
         tape.recycle();
         loss
     }
-}
 
-impl FusedOps for Flex {
     fn sampled_xent(
         h: FlexTensor,
         w: FlexTensor,
@@ -335,7 +355,9 @@ impl FusedOps for Flex {
     ) -> FlexTensor {
         sampled_forward(&h, &w, &b, &ids(&targets), &negatives).0
     }
+}
 
+impl FusedOps for Flex {
     fn sum_squares(x: FlexTensor) -> FlexTensor {
         use rayon::prelude::*;
         let x = dense(&x);
@@ -441,9 +463,7 @@ impl<C: CheckpointStrategy> LossOps for Autodiff<Flex, C> {
             )),
         }
     }
-}
 
-impl<C: CheckpointStrategy> FusedOps for Autodiff<Flex, C> {
     fn sampled_xent(
         h: FloatTensor<Self>,
         w: FloatTensor<Self>,
@@ -479,7 +499,9 @@ impl<C: CheckpointStrategy> FusedOps for Autodiff<Flex, C> {
             )),
         }
     }
+}
 
+impl<C: CheckpointStrategy> FusedOps for Autodiff<Flex, C> {
     fn sum_squares(x: FloatTensor<Self>) -> FloatTensor<Self> {
         match SumSquaresBackward
             .prepare::<C>([x.node()])
