@@ -446,8 +446,8 @@ impl LanguageModel {
 }
 
 /// The sampled softmax loss (see [`crate::fused::sampled`]): the fused op where it runs
-/// ([`crate::fused::samples_fused`]: flex, and the cubecl devices), the composition
-/// [`sampled_cross_entropy_composed`] elsewhere. `h [N, H]`, `w [H, V]`, `b [V]`,
+/// ([`crate::fused::samples_fused`]: flex, and the cubecl devices that add f32 atomically), the
+/// composition [`sampled_cross_entropy_composed`] elsewhere. `h [N, H]`, `w [H, V]`, `b [V]`,
 /// `targets [N]` → `[1]`.
 pub fn sampled_cross_entropy(
     h: Tensor<2>,

@@ -96,8 +96,9 @@ pub fn window_fits(device: &Device, cell: Cell, hidden: usize) -> bool {
 }
 
 /// True when `device` runs [`sampled_softmax_cross_entropy`]: flex, and the cubecl devices that
-/// add f32 atomically (the backward adds each row's target column into the weight gradient so;
-/// rows share targets). Elsewhere [`crate::lm::sampled_cross_entropy_composed`] stands in.
+/// add f32 atomically (on those the backward adds the target columns into the weight gradient
+/// atomically, since rows share targets). Elsewhere [`crate::lm::sampled_cross_entropy_composed`]
+/// stands in.
 pub fn samples_fused(device: &Device) -> bool {
     match device.clone().inner().as_dispatch() {
         DispatchDevice::Flex(_) => true,
