@@ -479,9 +479,7 @@ pub fn sampled_cross_entropy_composed(
     let [n, _] = h.dims();
     let vocab = w.dims()[1];
     let s = negatives.ids.len();
-    let log_e: Vec<f32> = (0..vocab as u32)
-        .map(|j| negatives.sampler.log_expected(j, negatives.tries))
-        .collect();
+    let log_e = negatives.log_expected_all();
     // b − log E, per word [V].
     let offset = b - Tensor::<1>::from_data(TensorData::new(log_e, [vocab]), &device);
     let ids: Vec<i64> = negatives.ids.iter().map(|&j| j as i64).collect();

@@ -982,10 +982,7 @@ fn sampled_inputs(
     let device = h.device();
     let ids: Vec<i64> = negatives.ids.iter().map(|&j| j as i64).collect();
     let ids = TensorData::new(ids, [negatives.ids.len()]).convert_dtype(targets.dtype());
-    let log_e: Vec<f32> = (0..vocab as u32)
-        .map(|j| negatives.sampler.log_expected(j, negatives.tries))
-        .collect();
-    let log_e = TensorData::new(log_e, [vocab]).convert_dtype(h.dtype());
+    let log_e = TensorData::new(negatives.log_expected_all(), [vocab]).convert_dtype(h.dtype());
     (
         Cube::int_from_data(ids, &device),
         Cube::float_from_data(log_e, &device),
