@@ -18,6 +18,14 @@ fn values<const D: usize>(t: Tensor<D>) -> Vec<f32> {
 
 fn assert_close(what: &str, got: &[f32], want: &[f32]) {
     assert_eq!(got.len(), want.len(), "{what}: lengths differ");
+    // `f32::max` passes over NaN, so a NaN would otherwise read as agreement.
+    let finite = |xs: &[f32]| xs.iter().all(|x| x.is_finite());
+    assert!(
+        finite(got) && finite(want),
+        "{what}: not finite (got {}, want {})",
+        finite(got),
+        finite(want)
+    );
     let worst = got
         .iter()
         .zip(want)
@@ -455,6 +463,10 @@ struct SampledCase {
     v: usize,
     samples: usize,
     tied: bool,
+    /// Counts over twelve orders of magnitude, and half the rows' targets among the rarest
+    /// words: the log-Q corrections then run from words drawn almost surely to targets whose
+    /// `tries · Q` is ~1e-8 (an offset near +19), where a careless `1 − exp(x)` turns 0.
+    skewed: bool,
 }
 
 /// Smaller than a cube of threads everywhere, with accidental hits.
@@ -464,6 +476,7 @@ const SMALL: SampledCase = SampledCase {
     v: 40,
     samples: 12,
     tied: false,
+    skewed: false,
 };
 
 /// The sampled softmax's loss and its gradients of `h`, `w`, `b` on `device`, composed of burn
@@ -478,6 +491,7 @@ fn sampled_run(device: &Device, composed: bool, case: SampledCase) -> Grads {
         v,
         samples,
         tied,
+        skewed,
     } = case;
     let leaf = |len, dims: Vec<usize>, seed| {
         Tensor::<2>::from_floats(
@@ -486,10 +500,21 @@ fn sampled_run(device: &Device, composed: bool, case: SampledCase) -> Grads {
         )
         .require_grad()
     };
-    let counts: Vec<u64> = (0..v as u64).map(|i| 1 + (v as u64 - i) * 3).collect();
+    let counts: Vec<u64> = if skewed {
+        (0..v as u64)
+            .map(|i| 1_000_000_000_000 / (i + 1).pow(4))
+            .collect()
+    } else {
+        (0..v as u64).map(|i| 1 + (v as u64 - i) * 3).collect()
+    };
     let negatives = Arc::new(Sampler::new(&counts, 0.75)).draw(samples, 4);
-    // Rows in pairs share a target.
-    let targets: Vec<u32> = (0..n).map(|i| ((i / 2 * 7) % v) as u32).collect();
+    // Rows in pairs share a target; with skewed counts, every other pair's is among the rarest.
+    let targets: Vec<u32> = (0..n)
+        .map(|i| match skewed && i / 2 % 2 == 1 {
+            true => (v - 1 - i / 4) as u32,
+            false => ((i / 2 * 7) % v) as u32,
+        })
+        .collect();
     assert!(
         targets.iter().any(|t| negatives.ids.contains(t)),
         "no accidental hit"
@@ -538,8 +563,10 @@ fn composed_sampled_softmax_matches_the_fused_op() {
 }
 
 /// The CubeCL sampled softmax (its row kernel, its gradient and scatter kernels) against flex's
-/// fused op and against the composition on wgpu itself: the small fixture, a tied `w`, and one
-/// with more rows, more width and more samples than a cube has threads (256).
+/// fused op and against the composition on wgpu itself: the small fixture, a tied `w`, one with
+/// more rows, more width and more samples than a cube has threads (256), and one with very rare
+/// targets. (Their offsets dominate their rows, so an offset's rounding hardly shows in the
+/// loss: `wgpu_sampled_offsets_match_the_hosts_log_expected` checks the offsets themselves.)
 #[cfg(feature = "wgpu")]
 #[test]
 fn wgpu_sampled_softmax_matches_the_fused_op() {
@@ -555,12 +582,26 @@ fn wgpu_sampled_softmax_matches_the_fused_op() {
         v: 1200,
         samples: 300,
         tied: false,
+        skewed: false,
+    };
+    let skewed = SampledCase {
+        n: 12,
+        d: 7,
+        v: 1200,
+        samples: 8,
+        tied: false,
+        skewed: true,
     };
     let tied = SampledCase {
         tied: true,
         ..SMALL
     };
-    for (name, case) in [("small", SMALL), ("tied", tied), ("large", large)] {
+    for (name, case) in [
+        ("small", SMALL),
+        ("tied", tied),
+        ("large", large),
+        ("skewed", skewed),
+    ] {
         let fused = sampled_run(&wgpu, false, case);
         assert_sampled_close(
             &format!("sampled {name}, wgpu against flex"),

@@ -123,9 +123,10 @@ pub trait CubeKernels: Backend {
         alpha: f32,
     ) -> (FloatTensor<Self>, FloatTensor<Self>, FloatTensor<Self>);
 
-    /// `(h [N,H], w [H,V], b [V], targets [N], negatives [S], log_e [V])` → `(loss [1],
-    /// z [N,S], z_target [N], log_z [N], w_neg [H,S])`: the mean sampled softmax loss, with
-    /// `log_e` the log-Q correction of every word; see [`k::sampled_rows_kernel`].
+    /// `(h [N,H], w [H,V], b [V], targets [N], negatives [S], log_miss [V], tries)` →
+    /// `(loss [1], z [N,S], z_target [N], log_z [N], w_neg [H,S])`: the mean sampled softmax
+    /// loss of `negatives` drawn in `tries` draws, with the log-Q correction of every word
+    /// derived from `log_miss` (see [`k::sampled_offset_kernel`] and [`k::sampled_rows_kernel`]).
     #[fusion(meta = sampled_forward_meta)]
     fn sampled_forward(
         h: FloatTensor<Self>,
@@ -133,7 +134,8 @@ pub trait CubeKernels: Backend {
         b: FloatTensor<Self>,
         targets: IntTensor<Self>,
         negatives: IntTensor<Self>,
-        log_e: FloatTensor<Self>,
+        log_miss: FloatTensor<Self>,
+        tries: f32,
     ) -> (
         FloatTensor<Self>,
         FloatTensor<Self>,
@@ -164,7 +166,8 @@ fn sampled_forward_meta(
     _b: &TensorSpec,
     _targets: &TensorSpec,
     negatives: &TensorSpec,
-    _log_e: &TensorSpec,
+    _log_miss: &TensorSpec,
+    _tries: &f32,
 ) -> (TensorSpec, TensorSpec, TensorSpec, TensorSpec, TensorSpec) {
     let (n, d, s) = (h.shape[0], h.shape[1], negatives.shape[0]);
     (
@@ -395,6 +398,26 @@ fn elementwise(like: &CubeTensor, units: usize) -> (CubeCount, CubeDim) {
     let cube_dim = CubeDim::new(&like.client, units);
     let count = cubecl::calculate_cube_count_elemwise(&like.client, units, cube_dim);
     (count, cube_dim)
+}
+
+/// `b − log E [V]` for a window of `tries` draws, from the sampler's `log(1 − Q) [V]`; see
+/// [`k::sampled_offset_kernel`].
+fn sampled_offsets(b: CubeTensor, log_miss: CubeTensor, tries: f32) -> CubeTensor {
+    let [b, log_miss] = [b, log_miss].map(into_contiguous);
+    let v = b.meta.shape()[0];
+    let offset = empty(&b, &[v]);
+    let (count, cube_dim) = elementwise(&offset, v);
+    k::sampled_offset_kernel::launch(
+        &offset.client.clone(),
+        count,
+        cube_dim,
+        b.into_tensor_arg(),
+        log_miss.into_tensor_arg(),
+        offset.clone().into_tensor_arg(),
+        tries,
+        dtype_to_storage_type(offset.dtype),
+    );
+    offset
 }
 
 /// The mean of the per-row losses `[N]` → `[1]`.
@@ -681,13 +704,14 @@ impl CubeKernels for CubeBackend {
         b: CubeTensor,
         targets: CubeTensor,
         negatives: CubeTensor,
-        log_e: CubeTensor,
+        log_miss: CubeTensor,
+        tries: f32,
     ) -> (CubeTensor, CubeTensor, CubeTensor, CubeTensor, CubeTensor) {
         type B = CubeBackend;
         let n = h.meta.shape()[0];
         // b − log E [V], W's sampled columns [H, S], and their logits h·W_neg [N, S], which the
         // row kernel completes in place.
-        let offset = into_contiguous(B::float_sub(b, log_e));
+        let offset = sampled_offsets(b, log_miss, tries);
         let w_neg = into_contiguous(B::float_select(w.clone(), 1, negatives.clone()));
         let h = into_contiguous(h);
         let z = into_contiguous(B::float_matmul(h.clone(), w_neg.clone()));
@@ -955,14 +979,14 @@ impl LossOps for Cube {
         targets: IntTensor<Self>,
         negatives: Negatives,
     ) -> FloatTensor<Self> {
-        let (ids, log_e) = sampled_inputs(&h, &w, &targets, &negatives);
-        Cube::sampled_forward(h, w, b, targets, ids, log_e).0
+        let (ids, log_miss) = sampled_inputs(&h, &w, &targets, &negatives);
+        Cube::sampled_forward(h, w, b, targets, ids, log_miss, negatives.tries as f32).0
     }
 }
 
-/// The window's sampled ids `[S]` (in `targets`' int type) and the log-Q correction of every
-/// word `[V]` on `h`'s device, from the host's [`Negatives`]: the ids alone decide them, so
-/// nothing is read back.
+/// The window's sampled ids `[S]` (in `targets`' int type) and the sampler's `log(1 − Q)` of
+/// every word `[V]` on `h`'s device, from the host's [`Negatives`]: with the number of draws
+/// they decide the log-Q corrections, so nothing is read back.
 fn sampled_inputs(
     h: &FloatTensor<Cube>,
     w: &FloatTensor<Cube>,
@@ -982,10 +1006,11 @@ fn sampled_inputs(
     let device = h.device();
     let ids: Vec<i64> = negatives.ids.iter().map(|&j| j as i64).collect();
     let ids = TensorData::new(ids, [negatives.ids.len()]).convert_dtype(targets.dtype());
-    let log_e = TensorData::new(negatives.log_expected_all(), [vocab]).convert_dtype(h.dtype());
+    let log_miss =
+        TensorData::new(negatives.sampler.log_miss().to_vec(), [vocab]).convert_dtype(h.dtype());
     (
         Cube::int_from_data(ids, &device),
-        Cube::float_from_data(log_e, &device),
+        Cube::float_from_data(log_miss, &device),
     )
 }
 
@@ -1038,14 +1063,15 @@ impl<C: CheckpointStrategy> LossOps for Autodiff<Cube, C> {
         {
             OpsKind::Tracked(prep) => {
                 let [h, w, b] = [h, w, b].map(|t| t.into_primitive());
-                let (ids, log_e) = sampled_inputs(&h, &w, &targets, &negatives);
+                let (ids, log_miss) = sampled_inputs(&h, &w, &targets, &negatives);
                 let (loss, z, z_target, log_z, w_neg) = Cube::sampled_forward(
                     h.clone(),
                     w.clone(),
                     b,
                     targets.clone(),
                     ids.clone(),
-                    log_e,
+                    log_miss,
+                    negatives.tries as f32,
                 );
                 let state = SampledState {
                     z,
@@ -1142,27 +1168,34 @@ mod tests {
     use super::*;
     use burn::tensor::TensorData;
 
+    /// The wgpu device (lavapipe without a GPU), or `None` where it has no usable adapter.
+    fn wgpu() -> Option<cubecl::Device> {
+        crate::backend::wgpu_test_device()?;
+        Some(cubecl::Device::Wgpu(Default::default()))
+    }
+
+    /// A tensor's values, read back to the host.
+    fn read(t: CubeTensor) -> Vec<f32> {
+        cubecl::future::block_on(CubeBackend::float_into_data(t))
+            .expect("read back")
+            .try_to_vec::<f32>()
+            .expect("f32")
+    }
+
     /// The split product against one product on wgpu (lavapipe without a GPU), for splits that
     /// divide `V`, splits that do not (7 → 5, 16 → 10) and a transposed `w`, as a tied output
     /// layer hands it over.
     #[test]
     fn wgpu_split_k_product_matches_one_product() {
-        if crate::backend::wgpu_test_device().is_none() {
+        let Some(device) = wgpu() else {
             return;
-        }
+        };
         type B = CubeBackend;
-        let device = cubecl::Device::Wgpu(Default::default());
         let (n, d, v) = (21, 12, 1000);
         let seeded = |len: usize, seed: usize| -> Vec<f32> {
             (0..len)
                 .map(|i| ((i * 7919 + seed * 104_729) % 2001) as f32 / 1000.0 - 1.0)
                 .collect()
-        };
-        let read = |t: CubeTensor| -> Vec<f32> {
-            cubecl::future::block_on(B::float_into_data(t))
-                .expect("read back")
-                .try_to_vec::<f32>()
-                .expect("f32")
         };
         let g = B::float_from_data(TensorData::new(seeded(n * v, 1), [n, v]), &device);
         let w = B::float_from_data(TensorData::new(seeded(d * v, 2), [d, v]), &device);
@@ -1181,6 +1214,43 @@ mod tests {
                         "split {split}, output {i}: {a} against {b}"
                     );
                 }
+            }
+        }
+    }
+
+    /// The offsets kernel against the host's f64 [`Sampler::log_expected`] for words from
+    /// almost surely drawn (`tries · Q` ≈ 700) down to `tries · Q` ≈ 1e-12, both sides of its
+    /// series' edge at 0.1 included. `1 − exp(x)` alone fails it on lavapipe: 7e-4 off at
+    /// `tries · Q` = 9e-5, already.
+    #[test]
+    fn wgpu_sampled_offsets_match_the_hosts_log_expected() {
+        let Some(device) = wgpu() else {
+            return;
+        };
+        type B = CubeBackend;
+        // Counts over twelve orders of magnitude, every decade of Q represented.
+        let counts: Vec<u64> = (0..48u32)
+            .map(|i| 10u64.pow(12 - i / 4) * u64::from(1 + i % 4))
+            .collect();
+        let sampler = super::super::Sampler::new(&counts, 1.0);
+        let b: Vec<f32> = (0..counts.len())
+            .map(|i| (i % 5) as f32 * 0.25 - 0.5)
+            .collect();
+        for tries in [1u64, 30, 2_000] {
+            let offsets = sampled_offsets(
+                B::float_from_data(TensorData::new(b.clone(), [b.len()]), &device),
+                B::float_from_data(
+                    TensorData::new(sampler.log_miss().to_vec(), [b.len()]),
+                    &device,
+                ),
+                tries as f32,
+            );
+            for (j, &got) in read(offsets).iter().enumerate() {
+                let want = b[j] - sampler.log_expected(j as u32, tries);
+                assert!(
+                    (got - want).abs() <= 1e-5 * (1.0 + want.abs()),
+                    "{tries} draws, word {j}: {got} against {want}"
+                );
             }
         }
     }

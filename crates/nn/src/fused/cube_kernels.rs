@@ -518,6 +518,35 @@ pub fn xent_grad_kernel<F: Float, I: Int>(
     grad[pos] = g * dloss[0] / F::cast_from(rows as u32);
 }
 
+/// The sampled softmax's per-word offsets `offset [V] = b − log E(w)`, one unit per word, where
+/// `E(w) = 1 − exp(tries · log_miss[w])` is the chance that `tries` draws hit `w`
+/// ([`super::sampled::Sampler::log_expected`], which the host would compute in f64 for every
+/// word each window). `1 − exp(x)` cancels for a rare word's small `|x|`, so there it is the
+/// series `−x (1 + x/2 + x²/6 + x³/24 + x⁴/120)`, whose next term is below 2e-8 of it at
+/// `|x| = 0.1`; above, the cancellation costs at most a few ulps of 0.1.
+#[cube(launch)]
+pub fn sampled_offset_kernel<F: Float>(
+    b: &Tensor<F>,
+    log_miss: &Tensor<F>,
+    offset: &mut Tensor<F>,
+    tries: f32,
+    #[define(F)] _dtype: ElemType,
+) {
+    let j = ABSOLUTE_POS;
+    if j >= offset.len() {
+        terminate!();
+    }
+    let x = log_miss[j] * F::cast_from(tries);
+    let mut hit = F::new(1.0) - F::exp(x);
+    if x > F::new(-0.1) {
+        let series = F::new(1.0 / 24.0) + x * F::new(1.0 / 120.0);
+        let series = F::new(1.0 / 6.0) + x * series;
+        let series = F::new(0.5) + x * series;
+        hit = -x * (F::new(1.0) + x * series);
+    }
+    offset[j] = b[j] - F::ln(hit);
+}
+
 /// The sampled softmax's loss per row (see [`super::sampled`]); cube `n` runs row `n`.
 /// `z [N, S]` arrives as `h·W_neg`: the kernel adds each sampled word's offset
 /// `offset[negatives[j]]` (`b − log E`) in place and pushes an accidental hit
