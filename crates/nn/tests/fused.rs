@@ -465,7 +465,7 @@ struct SampledCase {
     tied: bool,
     /// Counts over twelve orders of magnitude, and half the rows' targets among the rarest
     /// words: the log-Q corrections then run from words drawn almost surely to targets whose
-    /// `tries · Q` is ~1e-8 (an offset near +19), where a careless `1 − exp(x)` turns 0.
+    /// `tries · Q` is ~1e-8 (an offset near +19).
     skewed: bool,
 }
 
