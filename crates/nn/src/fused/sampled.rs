@@ -113,7 +113,9 @@ impl Sampler {
 
 impl Negatives {
     /// The log-Q correction [`Sampler::log_expected`] of every word of the vocabulary for this
-    /// window's draws, `[V]` (the GPU paths upload it; the fused CPU op looks up its words).
+    /// window's draws, `[V]`, computed on the host: the composed sampled softmax uploads it
+    /// (the CubeCL kernels derive it from [`Sampler::log_miss`]; the fused CPU op looks up its
+    /// words).
     pub fn log_expected_all(&self) -> Vec<f32> {
         (0..self.sampler.vocab_size() as u32)
             .map(|j| self.sampler.log_expected(j, self.tries))
